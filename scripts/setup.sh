@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Idempotent project set-up: checks Java, creates .venv with the pinned packages,
+# fetches the Delta Lake JARs from Maven Central into .local/jars.
+# A second run with nothing changed is fast and needs no network.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+state=".local"
+mkdir -p "$state"
+
+die() { echo "correlake setup: $*" >&2; exit 2; }
+
+# Java 17+
+command -v java >/dev/null 2>&1 || die "Java 17+ is required (no 'java' on PATH). Install e.g. 'apt-get install openjdk-17-jre-headless'."
+java_major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)
+[ -n "$java_major" ] && [ "$java_major" -ge 17 ] || die "Java 17+ is required, found: $(java -version 2>&1 | head -n1)"
+
+# Python environment
+extras="dev,airflow"
+stamp="$state/venv.stamp"
+want="$(cat pyproject.toml | sha256sum | cut -c1-16)-$extras"
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  command -v python3 >/dev/null 2>&1 || die "python3 (3.11+) is required"
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  echo "correlake setup: installing Python packages into .venv ..."
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e ".[$extras]"
+  echo "$want" > "$stamp"
+fi
+
+# Delta JARs (not on PyPI): resolved by Maven, minus what PySpark already ships.
+jars="$state/jars"
+jar_stamp="$jars/.stamp"
+jar_want="$(sha256sum tools/delta-jars/pom.xml | cut -c1-16)"
+if [ "$(cat "$jar_stamp" 2>/dev/null)" != "$jar_want" ]; then
+  command -v mvn >/dev/null 2>&1 || die "Maven is required to fetch the Delta JARs ('apt-get install maven')"
+  echo "correlake setup: fetching Delta JARs with Maven ..."
+  tmp="$state/jars.tmp"
+  rm -rf "$tmp" && mkdir -p "$tmp"
+  mvn -q -f tools/delta-jars/pom.xml dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$root/$tmp" \
+    || die "Maven could not fetch the Delta JARs (is Maven Central reachable?)"
+  pyspark_jars="$(.venv/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
+  rm -rf "$jars" && mkdir -p "$jars"
+  for f in "$tmp"/*.jar; do
+    artifact="$(basename "$f" .jar | sed 's/-[0-9][0-9.]*\(-[0-9A-Za-z]*\)\{0,1\}$//')"
+    compgen -G "$pyspark_jars/${artifact}-[0-9]*" >/dev/null || cp "$f" "$jars/"
+  done
+  rm -rf "$tmp"
+  echo "$jar_want" > "$jar_stamp"
+fi

@@ -1,0 +1,3 @@
+"""correlake: deterministic message correlation over a Delta Lake."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,86 @@
+"""All configuration in one place: defaults, overridable from the environment.
+
+Environment variables:
+  CORRELAKE_HOME            project-local state folder (default: <project>/.local)
+  CORRELAKE_JARS            folder with the Delta JARs (default: $CORRELAKE_HOME/jars)
+  CORRELAKE_SPARK_MASTER    Spark master (default: local[*])
+  CORRELAKE_SPARK_CONF      extra Spark conf, "k1=v1,k2=v2"
+  CORRELAKE_SHUFFLE_PARTITIONS, CORRELAKE_DRIVER_MEMORY
+  CORRELAKE_MAX_QUARANTINE_RATIO   default gate threshold (0.01)
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_TTL_MS = 3_600_000
+DEFAULT_TENANT = "<default>"
+MAX_QUARANTINE_RATIO = 0.01
+
+STREAMS = ("messages", "workflow_events")
+
+# Lake layout: logical name -> path relative to the lake root.
+TABLES = {
+    "ingested_files": "_meta/ingested_files",
+    "runs": "_meta/runs",
+    "bronze_messages": "bronze/messages",
+    "bronze_workflow_events": "bronze/workflow_events",
+    "quarantine": "quarantine/records",
+    "silver_messages": "silver/messages",
+    "silver_workflow_events": "silver/workflow_events",
+    "silver_deployments": "silver/deployments",
+    "silver_subscriptions": "silver/subscriptions",
+    "correlations": "gold/correlations",
+    "messages": "gold/messages",
+    "subscriptions": "gold/subscriptions",
+    "message_started_instances": "gold/message_started_instances",
+}
+GOLD_TABLES = ("correlations", "messages", "subscriptions", "message_started_instances")
+
+
+def _env(name: str, default: str | None = None) -> str | None:
+    value = os.environ.get(name)
+    return value if value not in (None, "") else default
+
+
+def state_dir() -> Path:
+    return Path(_env("CORRELAKE_HOME", str(PROJECT_ROOT / ".local")))
+
+
+@dataclass(frozen=True)
+class SparkSettings:
+    master: str = field(default_factory=lambda: _env("CORRELAKE_SPARK_MASTER", "local[*]"))
+    jars_dir: Path = field(default_factory=lambda: Path(_env("CORRELAKE_JARS", str(state_dir() / "jars"))))
+    shuffle_partitions: int = field(default_factory=lambda: int(_env("CORRELAKE_SHUFFLE_PARTITIONS", "8")))
+    driver_memory: str = field(default_factory=lambda: _env("CORRELAKE_DRIVER_MEMORY", "4g"))
+    extra_conf: dict = field(default_factory=lambda: parse_conf(_env("CORRELAKE_SPARK_CONF", "")))
+
+
+def parse_conf(text: str) -> dict:
+    """Parse "k1=v1,k2=v2" into a dict."""
+    conf = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValueError(f"CORRELAKE_SPARK_CONF item {item!r} is not key=value")
+        conf[key.strip()] = value.strip()
+    return conf
+
+
+def default_max_quarantine_ratio() -> float:
+    return float(_env("CORRELAKE_MAX_QUARANTINE_RATIO", str(MAX_QUARANTINE_RATIO)))
+
+
+def table_path(lake: str | Path, name: str) -> str:
+    return str(Path(lake) / TABLES[name])
+
+
+def sql_dir() -> Path:
+    return PROJECT_ROOT / "sql"
+
+
+def expectations_dir() -> Path:
+    return PROJECT_ROOT / "expectations"

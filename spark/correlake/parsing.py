@@ -1,0 +1,240 @@
+"""Validation and normalisation of one landing line (contract.md), pure Python.
+
+`parse_line` turns the raw bytes of a line into a normalised record dict or
+raises `BadRecord` with the quarantine reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from datetime import datetime, timedelta, timezone
+
+from .config import DEFAULT_TENANT, DEFAULT_TTL_MS
+
+ELEMENT_TYPES = frozenset(
+    {"INTERMEDIATE_CATCH_EVENT", "RECEIVE_TASK", "BOUNDARY_EVENT", "EVENT_BASED_GATEWAY", "EVENT_SUBPROCESS"}
+)
+READS_INTERRUPTING = frozenset({"BOUNDARY_EVENT", "EVENT_SUBPROCESS"})
+EVENT_TYPES = frozenset({"PROCESS_DEPLOYED", "SUBSCRIPTION_OPENED", "ELEMENT_LEFT", "INSTANCE_ENDED"})
+
+_ISO = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?"
+    r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))"
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MISSING = object()
+
+
+class BadRecord(ValueError):
+    """A line that goes to quarantine; the message is the reason."""
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_time(value, field: str) -> int:
+    """ISO-8601 with offset, or integer epoch millis -> epoch millis (UTC)."""
+    if _is_int(value):
+        return value
+    if isinstance(value, str):
+        m = _ISO.fullmatch(value.strip())
+        if m:
+            year, month, day, hour, minute, second, frac, zulu, sign, oh, om = m.groups()
+            try:
+                local = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second),
+                                 tzinfo=timezone.utc)
+            except ValueError as exc:
+                raise BadRecord(f"unparseable timestamp in {field}: {exc}") from None
+            offset = timedelta(0) if zulu else timedelta(hours=int(oh), minutes=int(om))
+            if sign == "-":
+                offset = -offset
+            millis = int((frac or "0")[:3].ljust(3, "0"))
+            delta = local - offset - _EPOCH
+            return (delta.days * 86_400 + delta.seconds) * 1000 + millis
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}([.,]\d+)?)?", value.strip()):
+            raise BadRecord(f"timestamp without offset in {field}")
+        raise BadRecord(f"unparseable timestamp in {field}")
+    raise BadRecord(f"wrong type of {field}")
+
+
+def normalise_key(value, field: str) -> str:
+    """Correlation key: strings as is, numbers as plain integer digits."""
+    if isinstance(value, str):
+        return value
+    if _is_int(value):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return str(int(value))  # int() truncates toward zero
+    raise BadRecord(f"wrong type of {field}")
+
+
+def instance_key(value, field: str) -> str:
+    if isinstance(value, str):
+        return value
+    if _is_int(value):
+        return str(value)
+    raise BadRecord(f"wrong type of {field}")
+
+
+def _get(obj: dict, field: str, required: bool):
+    value = obj.get(field, _MISSING)
+    if value is _MISSING or (required and value is None):
+        if required:
+            raise BadRecord(f"missing field {field}")
+        return None
+    return value
+
+
+def _string(obj: dict, field: str, required: bool = True, non_empty: bool = True):
+    value = _get(obj, field, required)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadRecord(f"wrong type of {field}")
+    if non_empty and value == "":
+        raise BadRecord(f"empty {field}")
+    return value
+
+
+def _int(obj: dict, field: str, required: bool = True, default=None):
+    value = _get(obj, field, required)
+    if value is None:
+        return default
+    if not _is_int(value):
+        raise BadRecord(f"wrong type of {field}")
+    return value
+
+
+def _tenant(obj: dict) -> str:
+    value = _get(obj, "tenant_id", False)
+    if value is None or value == "":
+        return DEFAULT_TENANT
+    if not isinstance(value, str):
+        raise BadRecord("wrong type of tenant_id")
+    return value
+
+
+def canonical_json(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def decode(raw: bytes) -> dict:
+    """Bytes of one line -> JSON object, or BadRecord."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRecord(f"non-UTF-8 bytes at offset {exc.start}") from None
+    try:
+        obj = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise BadRecord(f"invalid JSON: {str(exc)[:120]}") from None
+    if not isinstance(obj, dict):
+        raise BadRecord("invalid JSON: not an object")
+    return obj
+
+
+def parse_message(obj: dict) -> dict:
+    ttl = _int(obj, "ttl_ms", required=False, default=DEFAULT_TTL_MS)
+    if ttl < 0:
+        raise BadRecord("negative ttl_ms")
+    message_id = _string(obj, "message_id", required=False, non_empty=False)
+    variables = _get(obj, "variables", False)
+    if variables is None:
+        variables = {}
+    elif not isinstance(variables, dict):
+        raise BadRecord("wrong type of variables")
+    return {
+        "position": _int(obj, "position"),
+        "tenant_id": _tenant(obj),
+        "name": _string(obj, "name"),
+        "correlation_key": normalise_key(_get(obj, "correlation_key", True), "correlation_key"),
+        "published_at": parse_time(_get(obj, "published_at", True), "published_at"),
+        "ttl_ms": ttl,
+        "message_id": message_id or None,
+        "variables": json.dumps(variables, separators=(",", ":"), ensure_ascii=False),
+    }
+
+
+def parse_workflow_event(obj: dict) -> dict:
+    position = _int(obj, "position")
+    kind = _get(obj, "type", True)
+    if not isinstance(kind, str):
+        raise BadRecord("wrong type of type")
+    if kind not in EVENT_TYPES:
+        raise BadRecord(f"unknown type {kind[:40]!r}")
+    record = {
+        "position": position,
+        "tenant_id": _tenant(obj),
+        "type": kind,
+        "timestamp": parse_time(_get(obj, "timestamp", True), "timestamp"),
+        "bpmn_process_id": None,
+        "process_version": None,
+        "process_instance_key": None,
+        "element_instance_key": None,
+        "element_id": None,
+        "element_type": None,
+        "message_name": None,
+        "correlation_key": None,
+        "interrupting": None,
+        "message_start_events": None,
+    }
+    if kind == "PROCESS_DEPLOYED":
+        starts = _get(obj, "message_start_events", False)
+        if starts is None:
+            starts = []
+        if not isinstance(starts, list) or not all(isinstance(s, str) for s in starts):
+            raise BadRecord("wrong type of message_start_events")
+        record.update(
+            bpmn_process_id=_string(obj, "bpmn_process_id"),
+            process_version=_int(obj, "process_version"),
+            message_start_events=starts,
+        )
+    elif kind == "SUBSCRIPTION_OPENED":
+        element_type = _string(obj, "element_type")
+        if element_type not in ELEMENT_TYPES:
+            raise BadRecord(f"unknown element_type {element_type[:40]!r}")
+        interrupting = True
+        if element_type in READS_INTERRUPTING:
+            value = _get(obj, "interrupting", False)
+            if value is not None and not isinstance(value, bool):
+                raise BadRecord("wrong type of interrupting")
+            interrupting = True if value is None else value
+        record.update(
+            bpmn_process_id=_string(obj, "bpmn_process_id"),
+            process_version=_int(obj, "process_version", required=False, default=1),
+            process_instance_key=instance_key(_get(obj, "process_instance_key", True), "process_instance_key"),
+            element_instance_key=instance_key(_get(obj, "element_instance_key", True), "element_instance_key"),
+            element_id=_string(obj, "element_id", required=False, non_empty=False),
+            element_type=element_type,
+            message_name=_string(obj, "message_name"),
+            correlation_key=normalise_key(_get(obj, "correlation_key", True), "correlation_key"),
+            interrupting=interrupting,
+        )
+    elif kind == "ELEMENT_LEFT":
+        pik = _get(obj, "process_instance_key", False)
+        record.update(
+            process_instance_key=None if pik is None else instance_key(pik, "process_instance_key"),
+            element_instance_key=instance_key(_get(obj, "element_instance_key", True), "element_instance_key"),
+        )
+    else:  # INSTANCE_ENDED
+        record["process_instance_key"] = instance_key(_get(obj, "process_instance_key", True), "process_instance_key")
+    return record
+
+
+PARSERS = {"messages": parse_message, "workflow_events": parse_workflow_event}
+
+
+def parse_line(stream: str, raw: bytes) -> tuple[dict, str]:
+    """Return (normalised record, content hash) or raise BadRecord."""
+    obj = decode(raw)
+    record = PARSERS[stream](obj)
+    digest = hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()[:32]
+    return record, digest

@@ -1,0 +1,59 @@
+"""The one SparkSession factory: Delta from local JARs, no network at start."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from .config import SparkSettings
+
+
+class SetupError(RuntimeError):
+    """The environment is not ready (missing JARs, Java)."""
+
+
+def delta_jars(settings: SparkSettings) -> list[str]:
+    jars = sorted(str(p) for p in settings.jars_dir.glob("*.jar"))
+    if not any("delta-spark" in j for j in jars):
+        raise SetupError(
+            f"Delta JARs not found in {settings.jars_dir}; run scripts/setup.sh "
+            "(or set CORRELAKE_JARS)"
+        )
+    return jars
+
+
+def get_spark(settings: SparkSettings | None = None):
+    """Return the active SparkSession, creating it with Delta enabled if needed."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    settings = settings or SparkSettings()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    conf = {
+        "spark.jars": ",".join(delta_jars(settings)),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
+        "spark.driver.memory": settings.driver_memory,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.adaptive.enabled": "true",
+        "spark.databricks.delta.schema.autoMerge.enabled": "false",
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.databricks.delta.properties.defaults.enableDeletionVectors": "true",
+        "spark.databricks.delta.merge.repartitionBeforeWrite.enabled": "true",
+        "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
+        "spark.driver.extraJavaOptions": "-Dlog4j2.level=ERROR",
+    }
+    conf.update(settings.extra_conf)
+    builder = SparkSession.builder.master(settings.master).appName("correlake")
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
