@@ -25,6 +25,10 @@ _ISO = re.compile(
     r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))"
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+MAX_MILLIS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+MIN_MILLIS = -62_135_596_800_000  # 0001-01-01T00:00:00Z
+INT64 = 2**63 - 1
+INT32 = 2**31 - 1
 _MISSING = object()
 
 
@@ -43,6 +47,8 @@ def _is_int(value) -> bool:
 def parse_time(value, field: str) -> int:
     """ISO-8601 with offset, or integer epoch millis -> epoch millis (UTC)."""
     if _is_int(value):
+        if not MIN_MILLIS <= value <= MAX_MILLIS:
+            raise BadRecord(f"{field} out of range")
         return value
     if isinstance(value, str):
         m = _ISO.fullmatch(value.strip())
@@ -104,12 +110,14 @@ def _string(obj: dict, field: str, required: bool = True, non_empty: bool = True
     return value
 
 
-def _int(obj: dict, field: str, required: bool = True, default=None):
+def _int(obj: dict, field: str, required: bool = True, default=None, limit: int = INT64):
     value = _get(obj, field, required)
     if value is None:
         return default
     if not _is_int(value):
         raise BadRecord(f"wrong type of {field}")
+    if abs(value) > limit:
+        raise BadRecord(f"{field} out of range")
     return value
 
 
@@ -145,6 +153,9 @@ def parse_message(obj: dict) -> dict:
     ttl = _int(obj, "ttl_ms", required=False, default=DEFAULT_TTL_MS)
     if ttl < 0:
         raise BadRecord("negative ttl_ms")
+    published_at = parse_time(_get(obj, "published_at", True), "published_at")
+    if published_at + ttl > MAX_MILLIS:
+        raise BadRecord("ttl_ms out of range: deadline after year 9999")
     message_id = _string(obj, "message_id", required=False, non_empty=False)
     variables = _get(obj, "variables", False)
     if variables is None:
@@ -156,7 +167,7 @@ def parse_message(obj: dict) -> dict:
         "tenant_id": _tenant(obj),
         "name": _string(obj, "name"),
         "correlation_key": normalise_key(_get(obj, "correlation_key", True), "correlation_key"),
-        "published_at": parse_time(_get(obj, "published_at", True), "published_at"),
+        "published_at": published_at,
         "ttl_ms": ttl,
         "message_id": message_id or None,
         "variables": json.dumps(variables, separators=(",", ":"), ensure_ascii=False),
@@ -194,7 +205,7 @@ def parse_workflow_event(obj: dict) -> dict:
             raise BadRecord("wrong type of message_start_events")
         record.update(
             bpmn_process_id=_string(obj, "bpmn_process_id"),
-            process_version=_int(obj, "process_version"),
+            process_version=_int(obj, "process_version", limit=INT32),
             message_start_events=starts,
         )
     elif kind == "SUBSCRIPTION_OPENED":
@@ -209,7 +220,7 @@ def parse_workflow_event(obj: dict) -> dict:
             interrupting = True if value is None else value
         record.update(
             bpmn_process_id=_string(obj, "bpmn_process_id"),
-            process_version=_int(obj, "process_version", required=False, default=1),
+            process_version=_int(obj, "process_version", required=False, default=1, limit=INT32),
             process_instance_key=instance_key(_get(obj, "process_instance_key", True), "process_instance_key"),
             element_instance_key=instance_key(_get(obj, "element_instance_key", True), "element_instance_key"),
             element_id=_string(obj, "element_id", required=False, non_empty=False),

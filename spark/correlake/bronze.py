@@ -1,0 +1,114 @@
+"""Bronze: landing lines parsed, checked, and split into records and quarantine.
+
+Pure DataFrame functions; reading and writing tables is in `lake.py`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import zlib
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from .landing import LandingFile
+from .parsing import BadRecord, parse_line
+from .schemas import PARSED, STREAM_FIELDS, STREAM_TIME
+from .sequential import to_batches
+
+_PARSED_ARROW = to_arrow_schema(PARSED)
+
+
+def split_lines(path: str, content: bytes) -> list[bytes]:
+    """The non-blank lines of a file (gzip by suffix); CR-LF tolerated."""
+    if path.endswith(".gz") and content:
+        content = gzip.decompress(content)
+    lines = content.split(b"\n")
+    return [line[:-1] if line.endswith(b"\r") else line for line in lines]
+
+
+def parse_file(stream: str, path: str, content: bytes):
+    """One parsed row per non-blank line of a landing file."""
+    try:
+        lines = split_lines(path, content)
+    except (OSError, EOFError, zlib.error) as exc:
+        yield {"stream": stream, "_source_file": path, "_line": 0, "raw": None,
+               "reason": f"unreadable gzip file: {exc}"}
+        return
+    for number, raw in enumerate(lines, start=1):
+        if not raw.strip():
+            continue
+        row = {"stream": stream, "_source_file": path, "_line": number,
+               "raw": raw.decode("utf-8", errors="replace")}
+        try:
+            record, digest = parse_line(stream, raw)
+        except BadRecord as exc:
+            row["reason"] = str(exc)
+        else:
+            row.update(record)
+            row["_record_hash"] = digest
+        yield row
+
+
+def parse_landing(spark: SparkSession, files: list[LandingFile]) -> DataFrame:
+    """Read the given landing files; one row per line, with `reason` set for bad ones."""
+    stream_of = {f.path: f.stream for f in files}
+
+    def run(batches):
+        def rows():
+            for batch in batches:
+                for item in batch.to_pylist():
+                    path = item["path"].removeprefix("file:")
+                    yield from parse_file(stream_of[path], path, item["content"])
+        yield from to_batches(rows(), _PARSED_ARROW)
+
+    paths = [f"file://{f.path}" for f in files]
+    return (spark.read.format("binaryFile").load(paths)
+            .select("path", "content")
+            .mapInArrow(run, PARSED))
+
+
+def classify(parsed: DataFrame, known: DataFrame) -> DataFrame:
+    """Add `_is_replay` and turn conflicting positions into quarantine reasons.
+
+    `known`: (stream, position, _record_hash, _source_file, _line) of records already in
+    bronze. The record that stands for a position is the known one, else the first of
+    this run by (file path, line); an equal record is a replay, a different one a conflict.
+    """
+    good = parsed.where(F.col("reason").isNull())
+    w = Window.partitionBy("stream", "position").orderBy("_source_file", "_line")
+    first = F.struct(F.col("_record_hash").alias("h"), F.col("_source_file").alias("f"),
+                     F.col("_line").alias("l"))
+    k = known.select("stream", "position",
+                     F.struct(F.col("_record_hash").alias("h"), F.col("_source_file").alias("f"),
+                              F.col("_line").alias("l")).alias("_known"))
+    good = (good.withColumn("_first", F.first(first).over(w))
+                .withColumn("_rank", F.row_number().over(w))
+                .join(k, ["stream", "position"], "left"))
+    standing = F.coalesce(F.col("_known"), F.col("_first"))
+    is_new = F.col("_known").isNull() & (F.col("_rank") == 1)
+    same = F.col("_record_hash") == standing["h"]
+    conflict_reason = F.format_string(
+        "conflicting position %d: differs from the record at %s:%d",
+        F.col("position"), standing["f"], standing["l"])
+    good = (good.withColumn("_is_replay", ~is_new & same)
+                .withColumn("reason", F.when(is_new | same, F.lit(None)).otherwise(conflict_reason))
+                .drop("_first", "_rank", "_known"))
+    bad = parsed.where(F.col("reason").isNotNull()).withColumn("_is_replay", F.lit(False))
+    return good.unionByName(bad)
+
+
+def bronze_records(classified: DataFrame, stream: str) -> DataFrame:
+    """Accepted lines of one stream (replays included, flagged), in bronze shape."""
+    time_col = STREAM_TIME[stream]
+    cols = [F.timestamp_millis(time_col).alias(time_col) if c == time_col else F.col(c)
+            for c in STREAM_FIELDS[stream]]
+    return (classified.where((F.col("stream") == stream) & F.col("reason").isNull())
+            .select(*cols, "raw", "_record_hash", "_is_replay", "_source_file", "_line"))
+
+
+def quarantine_records(classified: DataFrame) -> DataFrame:
+    return (classified.where(F.col("reason").isNotNull())
+            .select("stream", "_source_file", "_line", "raw", "reason"))

@@ -1,0 +1,150 @@
+"""Thin readers and writers of the lake's Delta tables, the run lock and the
+run journal that makes a run all-or-nothing."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.types import StructType
+
+from .config import TABLES, table_path
+
+LOCK_STALE_SECONDS = 6 * 3600
+
+
+class LakeBusy(RuntimeError):
+    """Another run holds the lake's lock."""
+
+
+def is_table(path: str) -> bool:
+    return version(path) >= 0
+
+
+def read(spark: SparkSession, lake: str, name: str, schema: StructType | None = None) -> DataFrame:
+    """The table as a DataFrame; an empty one of `schema` if it does not exist yet."""
+    path = table_path(lake, name)
+    if is_table(path):
+        return spark.read.format("delta").load(path)
+    if schema is None:
+        raise FileNotFoundError(f"no Delta table at {path}")
+    return spark.createDataFrame([], schema)
+
+
+def version(path: str) -> int:
+    """The table's latest version (-1 if none), from its commit files: no Spark job."""
+    log = Path(path) / "_delta_log"
+    if not log.is_dir():
+        return -1
+    commits = [int(p.stem) for p in log.glob("*.json") if p.stem.isdigit()]
+    return max(commits, default=-1)
+
+
+def append(df: DataFrame, lake: str, name: str, run_id: str) -> None:
+    (df.write.format("delta").mode("append")
+       .option("userMetadata", run_id)
+       .save(table_path(lake, name)))
+
+
+def ensure(spark: SparkSession, lake: str, name: str, schema: StructType) -> str:
+    """Create the table (empty, deletion vectors on) if it does not exist; return its path."""
+    path = table_path(lake, name)
+    if not is_table(path):
+        (spark.createDataFrame([], schema).write.format("delta")
+         .option("delta.enableDeletionVectors", "true").save(path))
+    return path
+
+
+# -- the run lock --------------------------------------------------------------------
+def _state(lake: str) -> Path:
+    path = Path(lake) / "_state"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _stale(holder: dict) -> bool:
+    if time.time() - holder.get("started", 0) > LOCK_STALE_SECONDS:
+        return True
+    return holder.get("host") == socket.gethostname() and not _pid_alive(holder.get("pid", -1))
+
+
+@contextmanager
+def run_lock(lake: str, wait_seconds: float = 0.0):
+    """Hold the lake's lock: one run at a time. A lock left by a dead process is taken over."""
+    path = _state(lake) / "lock"
+    me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+    deadline = time.time() + wait_seconds
+    while True:
+        try:
+            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+        except FileExistsError:
+            try:
+                holder = json.loads(path.read_text() or "{}")
+            except (OSError, ValueError):
+                holder = {}
+            if holder and _stale(holder):
+                path.unlink(missing_ok=True)
+                continue
+            if time.time() >= deadline:
+                raise LakeBusy(
+                    f"another correlake run holds {path} (pid {holder.get('pid')} on "
+                    f"{holder.get('host')}); try again when it has finished") from None
+            time.sleep(1.0)
+            continue
+        with os.fdopen(fd, "w") as f:
+            json.dump(me, f)
+        break
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)
+
+
+# -- the run journal: all-or-nothing runs --------------------------------------------
+def _journal(lake: str) -> Path:
+    return _state(lake) / "inflight.json"
+
+
+def begin(lake: str, run_id: str) -> None:
+    """Record every table's version before the run writes anything."""
+    versions = {name: version(table_path(lake, name)) for name in TABLES}
+    _journal(lake).write_text(json.dumps({"run_id": run_id, "versions": versions}))
+
+
+def commit(lake: str) -> None:
+    _journal(lake).unlink(missing_ok=True)
+
+
+def rollback(spark: SparkSession, lake: str) -> str | None:
+    """Undo the writes of an unfinished run (crashed or failed); return its id."""
+    journal = _journal(lake)
+    if not journal.exists():
+        return None
+    entry = json.loads(journal.read_text())
+    for name, before in entry["versions"].items():
+        path = table_path(lake, name)
+        now = version(path)
+        if now == before:
+            continue
+        if before < 0:
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            spark.sql(f"RESTORE TABLE delta.`{path}` TO VERSION AS OF {before}")
+    journal.unlink()
+    return entry["run_id"]

@@ -1,0 +1,42 @@
+"""The landing zone: which files exist, and which of them are new."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import STREAMS
+
+SUFFIXES = (".jsonl", ".jsonl.gz")
+
+
+@dataclass(frozen=True)
+class LandingFile:
+    stream: str
+    path: str
+    size: int
+    modified_at: int  # epoch millis
+
+    @property
+    def identity(self) -> tuple:
+        return (self.path, self.size, self.modified_at)
+
+
+def list_files(landing: str | Path) -> list[LandingFile]:
+    """Every `<landing>/<stream>/**/*.jsonl[.gz]`, sorted by path."""
+    found = []
+    for stream in STREAMS:
+        root = Path(landing) / stream
+        for folder, _, names in os.walk(root):
+            for name in names:
+                if name.endswith(SUFFIXES):
+                    path = os.path.abspath(os.path.join(folder, name))
+                    st = os.stat(path)
+                    found.append(LandingFile(stream, path, st.st_size, st.st_mtime_ns // 1_000_000))
+    return sorted(found, key=lambda f: f.path)
+
+
+def new_files(landing: str | Path, ingested: set[tuple]) -> list[LandingFile]:
+    """Files whose (path, size, mtime) was not ingested before."""
+    return [f for f in list_files(landing) if f.identity not in ingested]

@@ -1,0 +1,244 @@
+"""One run: landing -> bronze -> silver -> gold, with the gates between them.
+
+A run holds the lake's lock, is journalled (an unfinished run is rolled back by the
+next one), recomputes only the key groups its new records touch, and with nothing
+new writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from . import bronze, gates, gold, lake, routing, silver
+from .config import GOLD_TABLES, STREAMS, table_path
+from .landing import new_files
+from .merge import SCOPE, refresh_statuses, restate
+from .schemas import GOLD, GOLD_KEYS, INGESTED_FILES, L, QUARANTINE, S, T, struct
+
+RUNS = struct(("run_id", S), ("started_at", T), ("finished_at", T), ("files", L), ("records_read", L),
+              ("quarantined", L), ("max_event_time", T), ("as_of", T), ("summary", S))
+
+
+class GateFailed(RuntimeError):
+    """A data-quality gate stopped the run; nothing of it was kept."""
+
+    def __init__(self, gate: str, report: str):
+        super().__init__(f"data-quality gate '{gate}' failed\n{report}")
+        self.gate = gate
+        self.report = report
+
+
+@dataclass
+class RunResult:
+    run_id: str | None
+    files: int = 0
+    records_read: int = 0
+    quarantined: dict = field(default_factory=dict)
+    replays: int = 0
+    new_messages: int = 0
+    new_workflow_events: int = 0
+    touched_groups: int = 0
+    correlations: int = 0
+    as_of: int | None = None
+    max_event_time: int | None = None
+    timings: dict = field(default_factory=dict)
+    noop: bool = False
+
+    @property
+    def quarantined_total(self) -> int:
+        return sum(self.quarantined.values())
+
+
+@contextmanager
+def _timed(result: RunResult, stage: str):
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        result.timings[stage] = round(time.perf_counter() - start, 2)
+
+
+def _ingested(spark: SparkSession, lake_dir: str) -> set[tuple]:
+    files = lake.read(spark, lake_dir, "ingested_files", INGESTED_FILES)
+    return {(r["path"], r["size"], r["modified_at"]) for r in files.select("path", "size", "modified_at").collect()}
+
+
+def _last_run(spark: SparkSession, lake_dir: str):
+    runs = lake.read(spark, lake_dir, "runs", RUNS)
+    return runs.orderBy(F.desc("finished_at")).select(
+        F.unix_millis("max_event_time").alias("max_event_time"), F.unix_millis("as_of").alias("as_of")).first()
+
+
+def run(spark: SparkSession, landing: str, lake_dir: str, as_of: int | None = None,
+        max_quarantine_ratio: float = 0.01, wait_seconds: float = 0.0) -> RunResult:
+    """Ingest what is new in `landing` and bring silver and gold up to date."""
+    with lake.run_lock(lake_dir, wait_seconds):
+        lake.rollback(spark, lake_dir)
+        files = new_files(landing, _ingested(spark, lake_dir))
+        last = _last_run(spark, lake_dir)
+        if not files:
+            return _refresh_only(spark, lake_dir, last, as_of)
+        run_id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+        result = RunResult(run_id, files=len(files))
+        lake.begin(lake_dir, run_id)
+        spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", run_id)
+        try:
+            _run(spark, lake_dir, files, last, as_of, max_quarantine_ratio, result)
+        except BaseException:
+            lake.rollback(spark, lake_dir)
+            raise
+        finally:
+            spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+            spark.catalog.clearCache()
+        lake.commit(lake_dir)
+        return result
+
+
+def _refresh_only(spark, lake_dir, last, as_of) -> RunResult:
+    """Nothing new: only an explicit, different --as-of re-evaluates statuses."""
+    result = RunResult(None, noop=True)
+    if last is None:
+        return result
+    result.as_of = as_of if as_of is not None else last["as_of"]
+    if result.as_of != last["as_of"]:
+        refresh_statuses(spark, table_path(lake_dir, "messages"), result.as_of)
+    return result
+
+
+def _run(spark, lake_dir, files, last, as_of, max_ratio, result: RunResult) -> None:
+    run_id = result.run_id
+    stamp = F.current_timestamp()
+
+    # -- bronze ---------------------------------------------------------------------
+    with _timed(result, "bronze"):
+        parsed = bronze.parse_landing(spark, files)
+        known_rows = _known_positions(spark, lake_dir)
+        classified = bronze.classify(parsed, known_rows).persist()
+        stats = classified.groupBy("reason", "_is_replay").count().collect()
+        result.records_read = sum(r["count"] for r in stats)
+        result.replays = sum(r["count"] for r in stats if r["_is_replay"])
+        result.quarantined = {r["reason"]: r["count"] for r in stats if r["reason"] is not None}
+        ratio = result.quarantined_total / max(result.records_read, 1)
+        if ratio > max_ratio:
+            raise GateFailed("max_quarantine_ratio", _quarantine_report(result, ratio, max_ratio))
+        meta = {"_ingested_at": stamp, "_run_id": F.lit(run_id)}
+        for stream in STREAMS:
+            lake.append(bronze.bronze_records(classified, stream).withColumns(meta), lake_dir, f"bronze_{stream}",
+                        run_id)
+        lake.append(bronze.quarantine_records(classified).withColumns(meta), lake_dir, "quarantine", run_id)
+        lines = {}
+        for r in classified.groupBy("_source_file").count().collect():
+            lines[r["_source_file"]] = r["count"]
+        lake.append(spark.createDataFrame(
+            [(f.stream, f.path, f.size, f.modified_at, lines.get(f.path, 0)) for f in files],
+            "stream string, path string, size bigint, modified_at bigint, lines bigint").withColumns(meta),
+            lake_dir, "ingested_files", run_id)
+
+    # -- silver -------------------------------------------------------------------------
+    with _timed(result, "silver"):
+        b_messages = silver.distinct_records(lake.read(spark, lake_dir, "bronze_messages"))
+        b_events = silver.distinct_records(lake.read(spark, lake_dir, "bronze_workflow_events"))
+        new_messages = b_messages.where(F.col("_run_id") == run_id)
+        new_events = b_events.where(F.col("_run_id") == run_id)
+        max_time = classified.where(F.col("reason").isNull() & ~F.col("_is_replay")).agg(
+            F.max(F.coalesce("published_at", "timestamp")).alias("t")).first()["t"]
+        result.max_event_time = max(filter(None, [max_time, last["max_event_time"] if last else None]),
+                                    default=None)
+        result.as_of = as_of if as_of is not None else result.max_event_time
+        gates.check("bronze", {"messages": new_messages, "workflow_events": new_events})
+
+        events = silver.workflow_events(b_events)
+        if new_events.where(F.col("_is_replay") == False).limit(1).count():  # noqa: E712
+            lake.append(silver.workflow_events(new_events), lake_dir, "silver_workflow_events", run_id)
+        deployments = silver.deployments(events).persist()
+        if new_events.where(F.col("type") == "PROCESS_DEPLOYED").limit(1).count():
+            (deployments.write.format("delta").mode("overwrite")
+             .save(table_path(lake_dir, "silver_deployments")))
+
+        msg_keys = b_messages.select("tenant_id", F.col("position").alias("message_key"), "correlation_key", "name")
+        opens = events.where(F.col("type") == "SUBSCRIPTION_OPENED")
+        labels = routing.key_labels(opens, msg_keys).persist()
+        opens_l = routing.with_label(opens, labels)
+        msgs_l = routing.with_label(msg_keys, labels)
+        touched = _touched_groups(new_messages, silver.workflow_events(new_events), opens_l, msgs_l,
+                                  deployments).persist()
+        result.touched_groups = touched.count()
+        touched_keys = (msgs_l.select("tenant_id", "correlation_key", "label")
+                        .unionByName(opens_l.select("tenant_id", "correlation_key", "label"))
+                        .join(touched, ["tenant_id", "label"], "left_semi").distinct().persist())
+        silver_messages = silver.accepted_messages(
+            b_messages.join(touched_keys.select(*SCOPE), SCOPE, "left_semi")).persist()
+        gates.check("silver", {"messages": silver_messages})
+        path = lake.ensure(spark, lake_dir, "silver_messages", silver.SILVER_MESSAGE)
+        restate(spark, path, silver_messages, touched_keys.select(*SCOPE), ["message_key"])
+        result.new_messages = new_messages.count()
+        result.new_workflow_events = new_events.count()
+
+    # -- gold -------------------------------------------------------------------------
+    with _timed(result, "gold"):
+        routed = routing.route_workflow_events(
+            events.where(F.col("type") != "PROCESS_DEPLOYED"), opens_l, msgs_l
+        ).join(touched, ["tenant_id", "label"], "left_semi")
+        engine_in = gold.engine_input(routing.with_label(silver_messages, labels), routed)
+        engine_out = gold.run_engine(engine_in, gold.deployments_by_tenant(deployments)).persist()
+        tables = gold.gold_tables(engine_out, silver_messages, result.as_of)
+        result.correlations = tables["correlations"].count()
+        gates.check("gold", tables)
+        for name in GOLD_TABLES:
+            path = lake.ensure(spark, lake_dir, name, GOLD[name])
+            restate(spark, path, tables[name], touched_keys.select(*SCOPE), GOLD_KEYS[name])
+        refresh_statuses(spark, table_path(lake_dir, "messages"), result.as_of)
+        lake.append(_run_row(spark, result), lake_dir, "runs", run_id)
+
+
+def _known_positions(spark, lake_dir) -> DataFrame:
+    """(stream, position, hash, file, line) of the records bronze already holds."""
+    known = spark.createDataFrame([], "stream string, position bigint, _record_hash string, "
+                                      "_source_file string, _line bigint")
+    for stream in STREAMS:
+        if lake.is_table(table_path(lake_dir, f"bronze_{stream}")):
+            b = lake.read(spark, lake_dir, f"bronze_{stream}")
+            known = known.unionByName(b.where(~F.col("_is_replay")).select(
+                F.lit(stream).alias("stream"), "position", "_record_hash", "_source_file", "_line"))
+    return known
+
+
+def _touched_groups(new_messages, new_events, opens_l, msgs_l, deployments) -> DataFrame:
+    """(tenant_id, label) of every group the run's new records can change."""
+    by_message = routing.with_label(
+        new_messages.select("tenant_id", "correlation_key"),
+        msgs_l.select("tenant_id", "correlation_key", "label").distinct()).select("tenant_id", "label")
+    by_event = routing.route_workflow_events(
+        new_events.where(F.col("type") != "PROCESS_DEPLOYED"), opens_l, msgs_l).select("tenant_id", "label")
+    deployed = new_events.where(F.col("type") == "PROCESS_DEPLOYED").select("tenant_id", "bpmn_process_id")
+    start_names = (deployments.join(deployed, ["tenant_id", "bpmn_process_id"], "left_semi")
+                   .select("tenant_id", F.explode("message_start_events").alias("name")))
+    by_deployment = msgs_l.join(start_names, ["tenant_id", "name"], "left_semi").select("tenant_id", "label")
+    return by_message.unionByName(by_event).unionByName(by_deployment).distinct()
+
+
+def _quarantine_report(result: RunResult, ratio: float, max_ratio: float) -> str:
+    reasons = "\n".join(f"  {count:>8}  {reason}" for reason, count in
+                        sorted(result.quarantined.items(), key=lambda kv: -kv[1])[:20])
+    return (f"quarantined {result.quarantined_total} of {result.records_read} records "
+            f"({ratio:.2%}) > max_quarantine_ratio {max_ratio:.2%}; nothing was committed\n{reasons}")
+
+
+def _run_row(spark, result: RunResult) -> DataFrame:
+    summary = json.dumps({"quarantined": result.quarantined, "timings": result.timings,
+                          "touched_groups": result.touched_groups, "replays": result.replays})
+    return spark.createDataFrame(
+        [(result.run_id, result.files, result.records_read, result.quarantined_total,
+          result.max_event_time, result.as_of, summary)],
+        "run_id string, files bigint, records_read bigint, quarantined bigint, max_event_time bigint, "
+        "as_of bigint, summary string",
+    ).select("run_id", F.current_timestamp().alias("started_at"), F.current_timestamp().alias("finished_at"),
+             "files", "records_read", "quarantined", F.timestamp_millis("max_event_time").alias("max_event_time"),
+             F.timestamp_millis("as_of").alias("as_of"), "summary")

@@ -1,0 +1,87 @@
+"""Table schemas. Gold schemas are the contract's, column for column."""
+
+from pyspark.sql.types import (ArrayType, BooleanType, IntegerType, LongType, StringType,
+                               StructField, StructType, TimestampType)
+
+
+def struct(*fields: tuple) -> StructType:
+    return StructType([StructField(name, dtype, True) for name, dtype in fields])
+
+
+S, L, I, B, T = StringType(), LongType(), IntegerType(), BooleanType(), TimestampType()
+
+# Output of the line parser (one row per non-empty landing line); times in epoch millis.
+PARSED = struct(
+    ("stream", S), ("_source_file", S), ("_line", L), ("raw", S), ("reason", S), ("_record_hash", S),
+    ("position", L), ("tenant_id", S),
+    ("name", S), ("correlation_key", S), ("message_id", S), ("published_at", L), ("ttl_ms", L),
+    ("variables", S),
+    ("type", S), ("timestamp", L), ("bpmn_process_id", S), ("process_version", I),
+    ("process_instance_key", S), ("element_instance_key", S), ("element_id", S), ("element_type", S),
+    ("message_name", S), ("interrupting", B), ("message_start_events", ArrayType(S)),
+)
+
+MESSAGE_FIELDS = ["position", "tenant_id", "name", "correlation_key", "message_id", "published_at",
+                  "ttl_ms", "variables"]
+WORKFLOW_FIELDS = ["position", "tenant_id", "type", "timestamp", "bpmn_process_id", "process_version",
+                   "process_instance_key", "element_instance_key", "element_id", "element_type",
+                   "message_name", "correlation_key", "interrupting", "message_start_events"]
+STREAM_FIELDS = {"messages": MESSAGE_FIELDS, "workflow_events": WORKFLOW_FIELDS}
+STREAM_TIME = {"messages": "published_at", "workflow_events": "timestamp"}
+BRONZE_META = ["raw", "_record_hash", "_is_replay", "_source_file", "_line", "_ingested_at", "_run_id"]
+
+QUARANTINE = struct(("stream", S), ("_source_file", S), ("_line", L), ("raw", S), ("reason", S),
+                    ("_ingested_at", T), ("_run_id", S))
+
+INGESTED_FILES = struct(("stream", S), ("path", S), ("size", L), ("modified_at", L), ("lines", L),
+                        ("_ingested_at", T), ("_run_id", S))
+
+DEDUP_OUT = struct(("position", L), ("duplicate_of", L))
+
+CORRELATION = struct(
+    ("message_key", L), ("tenant_id", S), ("message_name", S), ("correlation_key", S),
+    ("bpmn_process_id", S), ("process_version", I), ("process_instance_key", S),
+    ("element_instance_key", S), ("element_id", S), ("subscription_type", S),
+    ("correlated_at", T), ("message_published_at", T), ("variables", S),
+)
+MESSAGE = struct(
+    ("message_key", L), ("tenant_id", S), ("name", S), ("correlation_key", S), ("message_id", S),
+    ("ttl_ms", L), ("published_at", T), ("deadline", T), ("status", S), ("duplicate_of", L),
+    ("correlation_count", I), ("variables", S), ("as_of", T),
+)
+SUBSCRIPTION = struct(
+    ("tenant_id", S), ("element_instance_key", S), ("message_name", S), ("bpmn_process_id", S),
+    ("process_version", I), ("process_instance_key", S), ("element_id", S), ("element_type", S),
+    ("correlation_key", S), ("interrupting", B), ("opened_at", T), ("closed_at", T),
+    ("close_reason", S), ("correlation_count", I),
+)
+STARTED_INSTANCE = struct(
+    ("process_instance_key", S), ("tenant_id", S), ("bpmn_process_id", S), ("process_version", I),
+    ("message_key", L), ("correlation_key", S), ("started_at", T), ("ended_at", T),
+)
+GOLD = {
+    "correlations": CORRELATION,
+    "messages": MESSAGE,
+    "subscriptions": SUBSCRIPTION,
+    "message_started_instances": STARTED_INSTANCE,
+}
+# Primary keys of the gold tables (MERGE conditions).
+GOLD_KEYS = {
+    "correlations": ["message_key", "bpmn_process_id"],
+    "messages": ["message_key"],
+    "subscriptions": ["tenant_id", "element_instance_key", "message_name"],
+    "message_started_instances": ["process_instance_key", "tenant_id"],
+}
+GOLD_TIMES = {name: [f.name for f in schema.fields if f.dataType == T] for name, schema in GOLD.items()}
+
+
+def with_millis(schema: StructType) -> StructType:
+    """The same schema with TIMESTAMP columns as epoch-millis BIGINT (engine output)."""
+    return StructType([StructField(f.name, L if f.dataType == T else f.dataType, True) for f in schema.fields])
+
+
+ENGINE_OUT = StructType([
+    StructField("correlation", with_millis(CORRELATION), True),
+    StructField("subscription", with_millis(SUBSCRIPTION), True),
+    StructField("instance", with_millis(STARTED_INSTANCE), True),
+])

@@ -1,0 +1,57 @@
+"""The partitioned-queue pattern: hash-partition on a key, sort within
+partitions, then one tight Python loop per partition through `mapInArrow`."""
+
+from __future__ import annotations
+
+from typing import Callable, Iterable, Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+BATCH_ROWS = 20_000
+
+
+def groups(batches: Iterable[pa.RecordBatch], key: str) -> Iterator[tuple[object, list[dict]]]:
+    """Consecutive rows with equal `key`, across batch boundaries."""
+    current, rows = None, []
+    for batch in batches:
+        for row in batch.to_pylist():
+            k = row[key]
+            if rows and k != current:
+                yield current, rows
+                rows = []
+            current = k
+            rows.append(row)
+    if rows:
+        yield current, rows
+
+
+def to_batches(rows: Iterable[dict], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    chunk = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= BATCH_ROWS:
+            yield pa.RecordBatch.from_pylist(chunk, schema=schema)
+            chunk = []
+    if chunk:
+        yield pa.RecordBatch.from_pylist(chunk, schema=schema)
+
+
+def sequential_pass(df: DataFrame, key: str, order: list[str], out_schema: StructType,
+                    per_group: Callable[[object, list[dict]], Iterable[dict]]) -> DataFrame:
+    """Apply `per_group(key_value, sorted_rows)` to each group of `key`.
+
+    Rows of one key reach one Python worker, sorted by `order`; the function's
+    dicts become rows of `out_schema`.
+    """
+    arrow_schema = to_arrow_schema(out_schema)
+
+    def run(batches):
+        outputs = (out for k, rows in groups(batches, key) for out in per_group(k, rows))
+        yield from to_batches(outputs, arrow_schema)
+
+    return (df.repartition(key)
+              .sortWithinPartitions(key, *order)
+              .mapInArrow(run, out_schema))
