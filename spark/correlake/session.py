@@ -5,7 +5,11 @@ from __future__ import annotations
 import os
 import sys
 
+from pathlib import Path
+
 from .config import SparkSettings
+
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
 class SetupError(RuntimeError):
@@ -46,9 +50,9 @@ def get_spark(settings: SparkSettings | None = None):
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.databricks.delta.properties.defaults.enableDeletionVectors": "true",
-        "spark.databricks.delta.merge.repartitionBeforeWrite.enabled": "true",
+        "spark.databricks.delta.merge.repartitionBeforeWrite.enabled": "false",
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
-        "spark.driver.extraJavaOptions": "-Dlog4j2.level=ERROR",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG}",
     }
     conf.update(settings.extra_conf)
     builder = SparkSession.builder.master(settings.master).appName("correlake")
