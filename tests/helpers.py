@@ -1,0 +1,86 @@
+"""Shared test helpers: landing files, reading gold, combining cases by tenant."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+from correlake.config import GOLD_TABLES, table_path
+from correlake.parsing import parse_line
+from correlake.schemas import GOLD, GOLD_TIMES
+
+START_KEY = re.compile(r"^msg-start:(.*):(-?\d+)$")
+
+
+def write_jsonl(path: Path, records: list, gz: bool = False) -> Path:
+    import gzip
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records).encode()
+    if gz:
+        path = path.with_name(path.name + ".gz")
+        data = gzip.compress(data)
+    path.write_bytes(data)
+    return path
+
+
+def write_landing(root: Path, messages: list, events: list, name: str = "part") -> Path:
+    write_jsonl(root / "messages" / f"{name}.jsonl", messages)
+    write_jsonl(root / "workflow_events" / f"{name}.jsonl", events)
+    return root
+
+
+def read_gold(spark, lake: str) -> dict[str, list[dict]]:
+    """Every gold table as dicts; timestamps as epoch millis."""
+    from pyspark.sql import functions as F
+
+    out = {}
+    for name in GOLD_TABLES:
+        df = spark.read.format("delta").load(table_path(lake, name))
+        cols = [F.unix_millis(c).alias(c) if c in GOLD_TIMES[name] else F.col(c) for c in GOLD[name].fieldNames()]
+        out[name] = [r.asDict() for r in df.select(*cols).collect()]
+    return out
+
+
+def iso_to_millis(text: str | None) -> int | None:
+    if text is None:
+        return None
+    return int(datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def millis_to_iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def parsed(stream: str, records: list[dict]) -> list[dict]:
+    """Distinct parsed records of a stream (exact replays collapsed: first one stands)."""
+    seen, out = set(), []
+    for r in records:
+        rec, _ = parse_line(stream, json.dumps(r).encode())
+        if rec["position"] not in seen:
+            seen.add(rec["position"])
+            out.append(rec)
+    return out
+
+
+def relabel(records: list[dict], tenant: str, offset: int, shift_ms: int = 0,
+            time_field: str | None = None) -> list[dict]:
+    """A case's records moved to its own tenant prefix, position range and time."""
+    out = []
+    for r in records:
+        r = dict(r)
+        r["position"] = r["position"] + offset
+        r["tenant_id"] = f"{tenant}|{r.get('tenant_id') or '<default>'}"
+        for k in ("process_instance_key", "element_instance_key"):
+            if isinstance(r.get(k), str):
+                m = START_KEY.match(r[k])
+                if m:
+                    r[k] = f"msg-start:{m.group(1)}:{int(m.group(2)) + offset}"
+        if shift_ms and time_field in r:
+            value = r[time_field]
+            r[time_field] = (value + shift_ms if isinstance(value, int)
+                             else millis_to_iso(iso_to_millis(value) + shift_ms))
+        out.append(r)
+    return out
