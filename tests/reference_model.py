@@ -45,7 +45,7 @@ def reference(messages: list[dict], events: list[dict], as_of: int | None = None
             i += 1
 
     if as_of is None:
-        as_of = max([m["published_at"] for m in messages] + [e["timestamp"] for e in events])
+        as_of = max([m["published_at"] for m in messages] + [e["timestamp"] for e in events], default=0)
     out_messages = []
     for m in st.msgs:
         count = sum(1 for c in st.correlations if c["message_key"] == m["position"])

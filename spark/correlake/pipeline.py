@@ -108,7 +108,7 @@ def _refresh_only(spark, lake_dir, last, as_of) -> RunResult:
     if last is None:
         return result
     result.as_of = as_of if as_of is not None else last["as_of"]
-    if result.as_of != last["as_of"]:
+    if result.as_of is not None and result.as_of != last["as_of"]:
         refresh_statuses(spark, table_path(lake_dir, "messages"), result.as_of)
     return result
 
@@ -196,7 +196,8 @@ def _run(spark, lake_dir, files, last, as_of, max_ratio, result: RunResult) -> N
         paths = {name: lake.ensure(spark, lake_dir, name, GOLD[name]) for name in GOLD_TABLES}
         with ThreadPoolExecutor(len(GOLD_TABLES)) as pool:  # one table each: Delta-safe, overlaps overheads
             list(pool.map(lambda n: restate(spark, paths[n], tables[n], scope, GOLD_KEYS[n]), GOLD_TABLES))
-        refresh_statuses(spark, table_path(lake_dir, "messages"), result.as_of)
+        if result.as_of is not None:
+            refresh_statuses(spark, table_path(lake_dir, "messages"), result.as_of)
         lake.append(_run_row(spark, result), lake_dir, "runs", run_id)
 
 

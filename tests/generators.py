@@ -1,0 +1,69 @@
+"""Hypothesis strategies: small random landing streams that exercise every rule."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from helpers import millis_to_iso
+
+BASE_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+PROCESSES = ["P1", "P2"]
+NAMES = ["a", "b"]
+KEYS = ["k1", "k2", "", 7]
+ELEMENT_TYPES = ["INTERMEDIATE_CATCH_EVENT", "RECEIVE_TASK", "BOUNDARY_EVENT", "EVENT_BASED_GATEWAY",
+                 "EVENT_SUBPROCESS"]
+# Owner element instances, each belonging to one process instance of one process.
+OWNERS = [("e1", "P1", "i1"), ("e2", "P1", "i1"), ("e3", "P2", "i2"), ("e4", "P1", "i3"), ("e5", "P2", "i4")]
+
+
+def _time(draw) -> int | str:
+    ms = BASE_MS + draw(st.integers(0, 14)) * 500
+    return ms if draw(st.booleans()) else millis_to_iso(ms)
+
+
+@st.composite
+def streams(draw, max_messages: int = 10, max_events: int = 14) -> dict:
+    """One case: {'messages': [...], 'workflow_events': [...]} with unique positions."""
+    n_m = draw(st.integers(0, max_messages))
+    n_e = draw(st.integers(0, max_events))
+    positions = draw(st.permutations(range(1, n_m + n_e + 1)))
+    tenants = ["t1", "t2"] if draw(st.integers(0, 4)) == 0 else ["t1"]
+    messages = []
+    for pos in positions[:n_m]:
+        m = {"position": pos, "name": draw(st.sampled_from(NAMES)), "correlation_key": draw(st.sampled_from(KEYS)),
+             "published_at": _time(draw), "variables": {"p": pos}, "tenant_id": draw(st.sampled_from(tenants))}
+        ttl = draw(st.sampled_from([None, 0, 700, 3000, 60_000]))
+        if ttl is not None:
+            m["ttl_ms"] = ttl
+        message_id = draw(st.sampled_from([None, None, "", "x", "y"]))
+        if message_id is not None:
+            m["message_id"] = message_id
+        messages.append(m)
+    started = [f"msg-start:{p}:{m['position']}" for m in messages for p in PROCESSES]
+    owners = OWNERS + [(f"s{i}", sk.split(":")[1], sk) for i, sk in enumerate(started[:4])]
+    events = []
+    for pos in positions[n_m:]:
+        kind = draw(st.sampled_from(["O", "O", "O", "O", "L", "E", "D", "D"]))
+        e = {"position": pos, "timestamp": _time(draw), "tenant_id": draw(st.sampled_from(tenants))}
+        if kind == "O":
+            eik, process, pik = draw(st.sampled_from(owners))
+            element_type = draw(st.sampled_from(ELEMENT_TYPES))
+            e.update(type="SUBSCRIPTION_OPENED", bpmn_process_id=process,
+                     process_version=draw(st.sampled_from([1, 2])), process_instance_key=pik,
+                     element_instance_key=eik, element_id=f"el-{pos}", element_type=element_type,
+                     message_name=draw(st.sampled_from(NAMES)), correlation_key=draw(st.sampled_from(KEYS)),
+                     interrupting=draw(st.booleans()))
+        elif kind == "L":
+            e.update(type="ELEMENT_LEFT", element_instance_key=draw(st.sampled_from(owners))[0])
+        elif kind == "E":
+            pool = started if started and draw(st.booleans()) else [o[2] for o in owners]
+            e.update(type="INSTANCE_ENDED", process_instance_key=draw(st.sampled_from(pool)))
+        else:
+            e.update(type="PROCESS_DEPLOYED", bpmn_process_id=draw(st.sampled_from(PROCESSES)),
+                     process_version=draw(st.integers(1, 3)),
+                     message_start_events=draw(st.lists(st.sampled_from(NAMES), max_size=2, unique=True)))
+        events.append(e)
+    # exact replays: some records delivered twice
+    messages += [dict(m) for m in messages if draw(st.integers(0, 9)) == 0]
+    events += [dict(e) for e in events if draw(st.integers(0, 9)) == 0]
+    return {"messages": messages, "workflow_events": events}
