@@ -1,0 +1,159 @@
+"""Bronze ingestion through the real pipeline: every line accounted for, replays,
+conflicts, gzip and nested folders, the quarantine-ratio gate, no-op reruns and
+all-or-nothing runs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+
+import pytest
+
+from correlake import cli, lake, pipeline
+from correlake.config import TABLES, table_path
+from helpers import write_jsonl
+
+T0 = 1767225600000
+
+
+def m(position, key="k", **extra):
+    return {"position": position, "name": "m", "correlation_key": key, "published_at": T0 + position, **extra}
+
+
+def versions(lake_dir) -> dict:
+    return {name: lake.version(table_path(lake_dir, name)) for name in TABLES}
+
+
+def table(spark, lake_dir, name):
+    return spark.read.format("delta").load(table_path(lake_dir, name))
+
+
+@pytest.fixture(scope="module")
+def mixed(spark, tmp_path_factory):
+    """One run over a landing with every kind of file and line."""
+    root = tmp_path_factory.mktemp("bronze")
+    landing, lake_dir = root / "landing", str(root / "lake")
+    msgs = landing / "messages"
+    write_jsonl(msgs / "a.jsonl", [m(1), m(2, extra_field={"kept": True}), "", "   ", m(3)])
+    write_jsonl(msgs / "deep" / "er" / "b.jsonl", [m(4), m(1), m(5, key=7)], gz=True)  # m(1): exact replay
+    write_jsonl(msgs / "c.jsonl", [m(2, key="other"), '{"position": 6, "name": "m"', m(7, ttl_ms=-5)])
+    (msgs / "empty.jsonl").write_bytes(b"")
+    (msgs / "zero.jsonl.gz").write_bytes(b"")
+    (msgs / "ignored.txt").write_text("not a landing file\n")
+    (msgs / "crlf.jsonl").write_bytes(json.dumps(m(8)).encode() + b"\r\n" + b"\xff\xfe\r\n")
+    write_jsonl(landing / "workflow_events" / "w.jsonl", [
+        {"position": 1, "type": "SUBSCRIPTION_OPENED", "timestamp": T0, "bpmn_process_id": "p",
+         "process_instance_key": "i", "element_instance_key": "e", "element_type": "RECEIVE_TASK",
+         "message_name": "m", "correlation_key": "k"},
+        {"position": 2, "type": "TELEPORTED", "timestamp": T0},
+    ])
+    result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
+    return spark, landing, lake_dir, result
+
+
+def test_every_line_lands_in_bronze_or_quarantine(mixed):
+    spark, _, lake_dir, result = mixed
+    bronze = table(spark, lake_dir, "bronze_messages").count() + table(spark, lake_dir, "bronze_workflow_events").count()
+    quarantined = table(spark, lake_dir, "quarantine").count()
+    assert result.records_read == 13 == bronze + quarantined  # blank lines are not records
+    assert quarantined == result.quarantined_total == 5
+
+
+def test_quarantine_reasons_are_precise(mixed):
+    spark, _, lake_dir, _ = mixed
+    rows = {(r["_source_file"].rsplit("/", 1)[1], r["_line"]): r for r in table(spark, lake_dir, "quarantine").collect()}
+    assert rows[("c.jsonl", 1)]["reason"].startswith("conflicting position 2: differs from the record at ")
+    assert rows[("c.jsonl", 1)]["reason"].endswith("a.jsonl:2")
+    assert rows[("c.jsonl", 2)]["reason"].startswith("invalid JSON")
+    assert rows[("c.jsonl", 2)]["raw"] == '{"position": 6, "name": "m"'
+    assert rows[("c.jsonl", 3)]["reason"] == "negative ttl_ms"
+    assert rows[("crlf.jsonl", 2)]["reason"] == "non-UTF-8 bytes at offset 0"
+    assert rows[("w.jsonl", 2)]["reason"] == "unknown type 'TELEPORTED'"
+
+
+def test_replays_are_recognised_not_duplicated(mixed):
+    spark, _, lake_dir, result = mixed
+    bronze = table(spark, lake_dir, "bronze_messages")
+    assert result.replays == 1
+    assert bronze.where("position = 1").count() == 2
+    assert bronze.where("position = 1 AND NOT _is_replay").count() == 1
+    assert table(spark, lake_dir, "silver_messages").count() == 6  # positions 1,2,3,4,5,8
+    assert table(spark, lake_dir, "messages").where("message_key = 1").count() == 1
+
+
+def test_bronze_keeps_the_record_as_read(mixed):
+    spark, _, lake_dir, _ = mixed
+    row = table(spark, lake_dir, "bronze_messages").where("position = 2").first()
+    assert json.loads(row["raw"])["extra_field"] == {"kept": True}
+    assert row["_source_file"].endswith("a.jsonl") and row["_line"] == 2 and row["_run_id"]
+    five = table(spark, lake_dir, "bronze_messages").where("position = 5").first()
+    assert five["correlation_key"] == "7" and five["_source_file"].endswith("b.jsonl.gz")
+
+
+def test_rerun_with_nothing_new_is_a_noop(mixed):
+    spark, landing, lake_dir, _ = mixed
+    before = versions(lake_dir)
+    result = pipeline.run(spark, str(landing), lake_dir)
+    assert result.noop and versions(lake_dir) == before
+
+
+def test_later_run_replays_and_conflicts_against_bronze(mixed):
+    spark, landing, lake_dir, _ = mixed
+    write_jsonl(landing / "messages" / "later.jsonl", [m(3), m(4, key="changed"), m(9)])
+    result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
+    assert result.replays == 1
+    assert list(result.quarantined) == [
+        next(r["reason"] for r in table(spark, lake_dir, "quarantine").where("_line = 2").collect()
+             if r["_source_file"].endswith("later.jsonl"))]
+    assert "b.jsonl.gz:1" in list(result.quarantined)[0]
+    assert table(spark, lake_dir, "messages").where("message_key = 4").first()["correlation_key"] == "k"
+
+
+def test_ratio_gate_commits_nothing(spark, tmp_path):
+    landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
+    write_jsonl(landing / "messages" / "a.jsonl", [m(1), m(2), "{oops"])
+    write_jsonl(landing / "workflow_events" / "a.jsonl", [])
+    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 1
+    assert all(v == -1 for v in versions(lake_dir).values())
+    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--max-quarantine-ratio", "0.5"]) == 0
+    assert table(spark, lake_dir, "quarantine").count() == 1
+    assert table(spark, lake_dir, "bronze_messages").count() == 2
+
+
+def test_a_failed_run_leaves_every_table_as_it_was(spark, tmp_path, monkeypatch):
+    landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
+    write_jsonl(landing / "messages" / "a.jsonl", [m(1)])
+    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 0
+    before = {name: table(spark, lake_dir, name).count() for name in ("bronze_messages", "messages")}
+    write_jsonl(landing / "messages" / "b.jsonl", [m(2)])
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(pipeline, "refresh_statuses", crash)  # after the gold MERGEs
+    with pytest.raises(RuntimeError):
+        pipeline.run(spark, str(landing), lake_dir)
+    assert {name: table(spark, lake_dir, name).count() for name in before} == before
+    monkeypatch.undo()
+    pipeline.run(spark, str(landing), lake_dir)
+    assert table(spark, lake_dir, "messages").count() == 2
+    assert table(spark, lake_dir, "bronze_messages").count() == 2
+
+
+def test_usage_errors_exit_2(tmp_path, capsys):
+    assert cli.main(["run", "--landing", str(tmp_path / "missing"), "--lake", str(tmp_path)]) == 2
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path), "--as-of", "2026-01-01T00:00:00"])
+    assert exc.value.code == 2
+    assert "without offset" in capsys.readouterr().err
+
+
+def test_gzip_lines_are_read(tmp_path):
+    from correlake.bronze import parse_file
+
+    data = gzip.compress(b'{"position": 1}\n\n{"position": 2}\n')
+    rows = list(parse_file("messages", "x.jsonl.gz", data))
+    assert [r["_line"] for r in rows] == [1, 3]
+    assert list(parse_file("messages", "bad.jsonl.gz", b"not gzip"))[0]["reason"].startswith("unreadable gzip")
+    assert os.path.basename("x.jsonl.gz")

@@ -1,0 +1,122 @@
+"""The line parser: every quarantine reason and every normalisation of contract.md."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from correlake.parsing import BadRecord, normalise_key, parse_line, parse_time
+
+MSG = {"position": 1, "name": "m", "correlation_key": "k", "published_at": "2026-01-01T00:00:00Z"}
+OPEN = {"position": 2, "type": "SUBSCRIPTION_OPENED", "timestamp": 1767225600000, "bpmn_process_id": "p",
+        "process_instance_key": 1, "element_instance_key": "e", "element_type": "BOUNDARY_EVENT",
+        "message_name": "m", "correlation_key": "k"}
+
+
+def msg(**changes):
+    return json.dumps({**MSG, **changes}).encode()
+
+
+def bad(stream: str, raw: bytes) -> str:
+    with pytest.raises(BadRecord) as exc:
+        parse_line(stream, raw)
+    return str(exc.value)
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("abc", "abc"), ("", ""), (42, "42"), (-7, "-7"), (123.9, "123"), (1e3, "1000"), (-0.5, "0"),
+    (12345678901234567890, "12345678901234567890"), (1.5e20, "150000000000000000000"),
+])
+def test_correlation_keys_normalise(value, expected):
+    assert normalise_key(value, "correlation_key") == expected
+
+
+@pytest.mark.parametrize("value", [True, None, [1], {"a": 1}])
+def test_correlation_key_wrong_types(value):
+    assert bad("messages", msg(correlation_key=value)) in ("wrong type of correlation_key",
+                                                           "missing field correlation_key")
+
+
+@pytest.mark.parametrize("text, millis", [
+    ("2026-01-01T00:00:00Z", 1767225600000),
+    ("2026-01-01T01:00:00+01:00", 1767225600000),
+    ("2025-12-31T19:00:00.123-05:00", 1767225600123),
+    ("2026-01-01T00:00:00.123987Z", 1767225600123),  # digits beyond millis truncated
+    (1767225600000, 1767225600000),
+])
+def test_times(text, millis):
+    assert parse_time(text, "t") == millis
+
+
+def test_message_defaults():
+    record, digest = parse_line("messages", msg(extra={"kept": "in raw"}))
+    assert record["ttl_ms"] == 3_600_000 and record["tenant_id"] == "<default>"
+    assert record["message_id"] is None and record["variables"] == "{}"
+    assert parse_line("messages", msg(message_id="", tenant_id=""))[0]["message_id"] is None
+    assert len(digest) == 32
+
+
+def test_equal_as_parsed_json_is_the_same_record():
+    a = parse_line("messages", b'{"position":1,"name":"m","correlation_key":"k","published_at":1}')[1]
+    b = parse_line("messages", b'{ "published_at": 1, "correlation_key": "k", "name": "m", "position": 1 }')[1]
+    assert a == b
+
+
+@pytest.mark.parametrize("raw, reason", [
+    (b"\xff\xfe{}", "non-UTF-8 bytes at offset 0"),
+    (b'{"position": 1, "name": "m"', "invalid JSON"),
+    (b"[1, 2]", "invalid JSON: not an object"),
+    (b'{"position": NaN}', "invalid JSON"),
+    (msg(position="1"), "wrong type of position"),
+    (msg(position=True), "wrong type of position"),
+    (msg(position=1.0), "wrong type of position"),
+    (msg(name=""), "empty name"),
+    (msg(ttl_ms=-1), "negative ttl_ms"),
+    (msg(ttl_ms=1.5), "wrong type of ttl_ms"),
+    (msg(published_at="2026-01-01T00:00:00"), "timestamp without offset in published_at"),
+    (msg(published_at="yesterday"), "unparseable timestamp in published_at"),
+    (msg(published_at="2026-02-30T00:00:00Z"), "unparseable timestamp in published_at"),
+    (msg(published_at=1.5), "wrong type of published_at"),
+    (msg(message_id=5), "wrong type of message_id"),
+    (msg(variables=[1]), "wrong type of variables"),
+    (msg(tenant_id=3), "wrong type of tenant_id"),
+    (json.dumps({k: v for k, v in MSG.items() if k != "name"}).encode(), "missing field name"),
+])
+def test_message_quarantine_reasons(raw, reason):
+    assert bad("messages", raw).startswith(reason)
+
+
+def ev(**changes):
+    return json.dumps({**OPEN, **changes}).encode()
+
+
+def test_subscription_defaults():
+    record, _ = parse_line("workflow_events", ev())
+    assert record["process_version"] == 1 and record["interrupting"] is True
+    assert record["process_instance_key"] == "1" and record["element_id"] is None
+    record, _ = parse_line("workflow_events", ev(element_type="RECEIVE_TASK", interrupting=False))
+    assert record["interrupting"] is True  # only read for boundary events and event subprocesses
+    record, _ = parse_line("workflow_events", ev(interrupting=False))
+    assert record["interrupting"] is False
+
+
+@pytest.mark.parametrize("raw, reason", [
+    (ev(type="SOMETHING"), "unknown type"),
+    (ev(element_type="TASK"), "unknown element_type"),
+    (ev(process_instance_key=True), "wrong type of process_instance_key"),
+    (ev(element_instance_key=1.5), "wrong type of element_instance_key"),
+    (ev(interrupting="yes"), "wrong type of interrupting"),
+    (ev(message_name=""), "empty message_name"),
+    (ev(timestamp="2026-01-01 00:00"), "timestamp without offset in timestamp"),
+    (json.dumps({"position": 3, "type": "PROCESS_DEPLOYED", "timestamp": 1, "bpmn_process_id": "p",
+                 "process_version": 1, "message_start_events": "m"}).encode(), "wrong type of message_start_events"),
+    (json.dumps({"position": 3, "type": "PROCESS_DEPLOYED", "timestamp": 1, "bpmn_process_id": "p"}).encode(),
+     "missing field process_version"),
+    (json.dumps({"position": 3, "type": "ELEMENT_LEFT", "timestamp": 1}).encode(),
+     "missing field element_instance_key"),
+    (json.dumps({"position": 3, "type": "INSTANCE_ENDED", "timestamp": 1}).encode(),
+     "missing field process_instance_key"),
+])
+def test_workflow_event_quarantine_reasons(raw, reason):
+    assert bad("workflow_events", raw).startswith(reason)
