@@ -19,21 +19,13 @@ from pyspark.sql import functions as F
 
 from . import bronze, gates, gold, lake, routing, silver
 from .config import GOLD_TABLES, STREAMS, table_path
+from .gates import GateFailed
 from .landing import new_files
 from .merge import SCOPE, refresh_statuses, restate
 from .schemas import GOLD, GOLD_KEYS, INGESTED_FILES, L, QUARANTINE, S, T, struct
 
 RUNS = struct(("run_id", S), ("started_at", T), ("finished_at", T), ("files", L), ("records_read", L),
               ("quarantined", L), ("max_event_time", T), ("as_of", T), ("summary", S))
-
-
-class GateFailed(RuntimeError):
-    """A data-quality gate stopped the run; nothing of it was kept."""
-
-    def __init__(self, gate: str, report: str):
-        super().__init__(f"data-quality gate '{gate}' failed\n{report}")
-        self.gate = gate
-        self.report = report
 
 
 @dataclass
@@ -153,7 +145,7 @@ def _run(spark, lake_dir, files, last, as_of, max_ratio, result: RunResult) -> N
         result.max_event_time = max(filter(None, [max_time, last["max_event_time"] if last else None]),
                                     default=None)
         result.as_of = as_of if as_of is not None else result.max_event_time
-        gates.check("bronze", {"messages": new_messages, "workflow_events": new_events})
+        gates.check("bronze", gates.bronze_frames(new_messages, new_events), lake_dir)
 
         events = silver.workflow_events(b_events)
         if new_events.where(F.col("_is_replay") == False).limit(1).count():  # noqa: E712
@@ -176,7 +168,7 @@ def _run(spark, lake_dir, files, last, as_of, max_ratio, result: RunResult) -> N
                         .join(touched, ["tenant_id", "label"], "left_semi").distinct().persist())
         silver_messages = silver.accepted_messages(
             b_messages.join(touched_keys.select(*SCOPE), SCOPE, "left_semi")).persist()
-        gates.check("silver", {"messages": silver_messages})
+        gates.check("silver", gates.silver_frames(silver_messages), lake_dir)
         path = lake.ensure(spark, lake_dir, "silver_messages", silver.SILVER_MESSAGE)
         restate(spark, path, silver_messages, touched_keys.select(*SCOPE), ["message_key"])
         result.new_messages = new_messages.count()
@@ -191,7 +183,7 @@ def _run(spark, lake_dir, files, last, as_of, max_ratio, result: RunResult) -> N
         engine_out = gold.run_engine(engine_in, gold.deployments_by_tenant(deployments)).persist()
         tables = gold.gold_tables(engine_out, silver_messages, result.as_of)
         result.correlations = tables["correlations"].count()
-        gates.check("gold", tables)
+        gates.check("gold", gates.gold_frames(tables), lake_dir)
         scope = touched_keys.select(*SCOPE)
         paths = {name: lake.ensure(spark, lake_dir, name, GOLD[name]) for name in GOLD_TABLES}
         with ThreadPoolExecutor(len(GOLD_TABLES)) as pool:  # one table each: Delta-safe, overlaps overheads
