@@ -41,6 +41,8 @@ class RunResult:
     correlations: int = 0
     as_of: int | None = None
     max_event_time: int | None = None
+    deployments: int = 0
+    lines: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
     noop: bool = False
 
@@ -79,7 +81,7 @@ def run(spark: SparkSession, landing: str, lake_dir: str, as_of: int | None = No
         if not files:
             return _refresh_only(spark, lake_dir, last, as_of)
         run_id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"
-        result = RunResult(run_id, files=len(files))
+        result = RunResult(run_id, files=len(files), as_of=as_of)
         lake.begin(lake_dir, run_id)
         spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", run_id)
         try:
@@ -106,73 +108,52 @@ def _refresh_only(spark, lake_dir, last, as_of) -> RunResult:
 
 
 def _run(spark, lake_dir, files, last, as_of, max_ratio, result: RunResult) -> None:
+    """Compute every stage and pass every gate first; then write all tables at once."""
     run_id = result.run_id
-    stamp = F.current_timestamp()
+    meta = {"_ingested_at": F.current_timestamp(), "_run_id": F.lit(run_id)}
 
     # -- bronze ---------------------------------------------------------------------
     with _timed(result, "bronze"):
-        parsed = bronze.parse_landing(spark, files)
-        known_rows = _known_positions(spark, lake_dir)
-        classified = bronze.classify(parsed, known_rows).persist()
-        stats = classified.groupBy("reason", "_is_replay").count().collect()
-        result.records_read = sum(r["count"] for r in stats)
-        result.replays = sum(r["count"] for r in stats if r["_is_replay"])
-        result.quarantined = {r["reason"]: r["count"] for r in stats if r["reason"] is not None}
+        history = {s: lake.read(spark, lake_dir, f"bronze_{s}") if lake.is_table(table_path(lake_dir, f"bronze_{s}"))
+                   else None for s in STREAMS}
+        classified = bronze.classify(bronze.parse_landing(spark, files),
+                                     _known_positions(spark, history)).localCheckpoint()
+        _bronze_stats(classified, result, last)
         ratio = result.quarantined_total / max(result.records_read, 1)
         if ratio > max_ratio:
             raise GateFailed("max_quarantine_ratio", _quarantine_report(result, ratio, max_ratio))
-        meta = {"_ingested_at": stamp, "_run_id": F.lit(run_id)}
-        for stream in STREAMS:
-            lake.append(bronze.bronze_records(classified, stream).withColumns(meta), lake_dir, f"bronze_{stream}",
-                        run_id)
-        lake.append(bronze.quarantine_records(classified).withColumns(meta), lake_dir, "quarantine", run_id)
-        lines = {}
-        for r in classified.groupBy("_source_file").count().collect():
-            lines[r["_source_file"]] = r["count"]
-        lake.append(spark.createDataFrame(
-            [(f.stream, f.path, f.size, f.modified_at, lines.get(f.path, 0)) for f in files],
-            "stream string, path string, size bigint, modified_at bigint, lines bigint").withColumns(meta),
-            lake_dir, "ingested_files", run_id)
+        new = {s: bronze.bronze_records(classified, s).withColumns(meta).localCheckpoint() for s in STREAMS}
+        quarantine = bronze.quarantine_records(classified).withColumns(meta)
+        ingested = spark.createDataFrame(
+            [(f.stream, f.path, f.size, f.modified_at, result.lines.get(f.path, 0)) for f in files],
+            "stream string, path string, size bigint, modified_at bigint, lines bigint").withColumns(meta)
+    with _timed(result, "gate:bronze"):
+        new_distinct = {s: silver.distinct_records(new[s]) for s in STREAMS}
+        gates.check("bronze", gates.bronze_frames(new_distinct["messages"], new_distinct["workflow_events"]),
+                    lake_dir)
 
     # -- silver -------------------------------------------------------------------------
     with _timed(result, "silver"):
-        b_messages = silver.distinct_records(lake.read(spark, lake_dir, "bronze_messages"))
-        b_events = silver.distinct_records(lake.read(spark, lake_dir, "bronze_workflow_events"))
-        new_messages = b_messages.where(F.col("_run_id") == run_id)
-        new_events = b_events.where(F.col("_run_id") == run_id)
-        max_time = classified.where(F.col("reason").isNull() & ~F.col("_is_replay")).agg(
-            F.max(F.coalesce("published_at", "timestamp")).alias("t")).first()["t"]
-        result.max_event_time = max(filter(None, [max_time, last["max_event_time"] if last else None]),
-                                    default=None)
-        result.as_of = as_of if as_of is not None else result.max_event_time
-        gates.check("bronze", gates.bronze_frames(new_messages, new_events), lake_dir)
-
-        events = silver.workflow_events(b_events)
-        if new_events.where(F.col("_is_replay") == False).limit(1).count():  # noqa: E712
-            lake.append(silver.workflow_events(new_events), lake_dir, "silver_workflow_events", run_id)
-        deployments = silver.deployments(events).persist()
-        if new_events.where(F.col("type") == "PROCESS_DEPLOYED").limit(1).count():
-            (deployments.write.format("delta").mode("overwrite")
-             .save(table_path(lake_dir, "silver_deployments")))
-
+        every = {s: silver.distinct_records(new[s] if history[s] is None else history[s].unionByName(new[s]))
+                 for s in STREAMS}
+        b_messages = every["messages"]
+        events = silver.workflow_events(every["workflow_events"])
+        new_events = silver.workflow_events(new_distinct["workflow_events"])
+        deployments = silver.deployments(events).localCheckpoint()
         msg_keys = b_messages.select("tenant_id", F.col("position").alias("message_key"), "correlation_key", "name")
         opens = events.where(F.col("type") == "SUBSCRIPTION_OPENED")
-        labels = routing.key_labels(opens, msg_keys).persist()
+        labels = routing.key_labels(opens, msg_keys)
         opens_l = routing.with_label(opens, labels)
         msgs_l = routing.with_label(msg_keys, labels)
-        touched = _touched_groups(new_messages, silver.workflow_events(new_events), opens_l, msgs_l,
-                                  deployments).persist()
-        result.touched_groups = touched.count()
+        touched = _touched_groups(new_distinct["messages"], new_events, opens_l, msgs_l, deployments).localCheckpoint()
         touched_keys = (msgs_l.select("tenant_id", "correlation_key", "label")
                         .unionByName(opens_l.select("tenant_id", "correlation_key", "label"))
-                        .join(touched, ["tenant_id", "label"], "left_semi").distinct().persist())
-        silver_messages = silver.accepted_messages(
-            b_messages.join(touched_keys.select(*SCOPE), SCOPE, "left_semi")).persist()
+                        .join(touched, ["tenant_id", "label"], "left_semi").distinct().localCheckpoint())
+        scope = touched_keys.select(*SCOPE)
+        silver_messages = silver.accepted_messages(b_messages.join(scope, SCOPE, "left_semi")).localCheckpoint()
+        result.touched_groups = touched.count()
+    with _timed(result, "gate:silver"):
         gates.check("silver", gates.silver_frames(silver_messages), lake_dir)
-        path = lake.ensure(spark, lake_dir, "silver_messages", silver.SILVER_MESSAGE)
-        restate(spark, path, silver_messages, touched_keys.select(*SCOPE), ["message_key"])
-        result.new_messages = new_messages.count()
-        result.new_workflow_events = new_events.count()
 
     # -- gold -------------------------------------------------------------------------
     with _timed(result, "gold"):
@@ -180,26 +161,66 @@ def _run(spark, lake_dir, files, last, as_of, max_ratio, result: RunResult) -> N
             events.where(F.col("type") != "PROCESS_DEPLOYED"), opens_l, msgs_l
         ).join(touched, ["tenant_id", "label"], "left_semi")
         engine_in = gold.engine_input(routing.with_label(silver_messages, labels), routed)
-        engine_out = gold.run_engine(engine_in, gold.deployments_by_tenant(deployments)).persist()
+        engine_out = gold.run_engine(engine_in, gold.deployments_by_tenant(deployments)).localCheckpoint()
         tables = gold.gold_tables(engine_out, silver_messages, result.as_of)
         result.correlations = tables["correlations"].count()
+    with _timed(result, "gate:gold"):
         gates.check("gold", gates.gold_frames(tables), lake_dir)
-        scope = touched_keys.select(*SCOPE)
-        paths = {name: lake.ensure(spark, lake_dir, name, GOLD[name]) for name in GOLD_TABLES}
-        with ThreadPoolExecutor(len(GOLD_TABLES)) as pool:  # one table each: Delta-safe, overlaps overheads
-            list(pool.map(lambda n: restate(spark, paths[n], tables[n], scope, GOLD_KEYS[n]), GOLD_TABLES))
+
+    # -- commit: every gate passed; the writes run side by side (one table each) --------
+    with _timed(result, "write"):
+        writes = [
+            lambda: lake.append(new["messages"], lake_dir, "bronze_messages", run_id),
+            lambda: lake.append(new["workflow_events"], lake_dir, "bronze_workflow_events", run_id),
+            lambda: lake.append(quarantine, lake_dir, "quarantine", run_id),
+            lambda: lake.append(ingested, lake_dir, "ingested_files", run_id),
+            lambda: lake.append(new_events, lake_dir, "silver_workflow_events", run_id),
+            lambda: restate(spark, lake.ensure(spark, lake_dir, "silver_messages", silver.SILVER_MESSAGE),
+                            silver_messages, scope, ["message_key"]),
+        ]
+        if result.deployments:
+            writes.append(lambda: deployments.write.format("delta").mode("overwrite").save(
+                table_path(lake_dir, "silver_deployments")))
+        for name in GOLD_TABLES:
+            writes.append(lambda n=name: restate(spark, lake.ensure(spark, lake_dir, n, GOLD[n]), tables[n], scope,
+                                                 GOLD_KEYS[n]))
+        with ThreadPoolExecutor(4) as pool:
+            for future in [pool.submit(write) for write in writes]:
+                future.result()
         if result.as_of is not None:
             refresh_statuses(spark, table_path(lake_dir, "messages"), result.as_of)
         lake.append(_run_row(spark, result), lake_dir, "runs", run_id)
 
 
-def _known_positions(spark, lake_dir) -> DataFrame:
+def _bronze_stats(classified: DataFrame, result: RunResult, last) -> None:
+    """Counts of the run's lines (one pass), the max event time and hence as_of."""
+    rows = (classified.groupBy("stream", "reason", "_is_replay", "type", "_source_file")
+            .agg(F.count("*").alias("n"), F.max(F.coalesce("published_at", "timestamp")).alias("t")).collect())
+    for r in rows:
+        result.records_read += r["n"]
+        result.lines[r["_source_file"]] = result.lines.get(r["_source_file"], 0) + r["n"]
+        if r["reason"] is not None:
+            result.quarantined[r["reason"]] = result.quarantined.get(r["reason"], 0) + r["n"]
+        elif r["_is_replay"]:
+            result.replays += r["n"]
+        elif r["stream"] == "messages":
+            result.new_messages += r["n"]
+        else:
+            result.new_workflow_events += r["n"]
+            result.deployments += r["n"] if r["type"] == "PROCESS_DEPLOYED" else 0
+    times = [r["t"] for r in rows if r["reason"] is None and not r["_is_replay"] and r["t"] is not None]
+    if last is not None and last["max_event_time"] is not None:
+        times.append(last["max_event_time"])
+    result.max_event_time = max(times, default=None)
+    result.as_of = result.as_of if result.as_of is not None else result.max_event_time
+
+
+def _known_positions(spark, history: dict) -> DataFrame:
     """(stream, position, hash, file, line) of the records bronze already holds."""
     known = spark.createDataFrame([], "stream string, position bigint, _record_hash string, "
                                       "_source_file string, _line bigint")
-    for stream in STREAMS:
-        if lake.is_table(table_path(lake_dir, f"bronze_{stream}")):
-            b = lake.read(spark, lake_dir, f"bronze_{stream}")
+    for stream, b in history.items():
+        if b is not None:
             known = known.unionByName(b.where(~F.col("_is_replay")).select(
                 F.lit(stream).alias("stream"), "position", "_record_hash", "_source_file", "_line"))
     return known

@@ -45,7 +45,7 @@ def key_labels(opens: DataFrame, messages: DataFrame) -> DataFrame:
     edges = key_edges(opens, messages).localCheckpoint()
     labels = edges.select("tenant_id", F.col("a").alias("correlation_key"), F.col("a").alias("label")).distinct()
     if edges.isEmpty():
-        return labels
+        return labels.localCheckpoint()
     for _ in range(MAX_ROUNDS):
         offered = (edges.join(labels.withColumnRenamed("correlation_key", "b"), ["tenant_id", "b"])
                    .select("tenant_id", F.col("a").alias("correlation_key"), "label"))

@@ -52,6 +52,7 @@ def get_spark(settings: SparkSettings | None = None):
         "spark.databricks.delta.properties.defaults.enableDeletionVectors": "true",
         "spark.databricks.delta.merge.repartitionBeforeWrite.enabled": "false",
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
+        "spark.sql.maxPlanStringLength": "8192",  # long plans: explain strings cost minutes otherwise
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG}",
     }
     conf.update(settings.extra_conf)

@@ -1,0 +1,98 @@
+"""Each data-quality gate fails on data that breaks its suite, and a failing gate
+stops the run with exit 1, a readable report, and gold left as it was."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import pytest
+from pyspark.sql import functions as F
+
+from correlake import cli, gates, gold
+from correlake.config import table_path
+from helpers import write_jsonl
+
+T = datetime(2026, 1, 1)
+
+
+def frame(spark, rows, schema):
+    return spark.createDataFrame(rows, schema)
+
+
+def test_bronze_gate_fails_on_duplicate_positions_and_bad_enums(spark, tmp_path):
+    msgs = frame(spark, [(1, "t", "k", T, 10), (1, "t", "k", T, 10)],
+                 "position bigint, tenant_id string, correlation_key string, published_at timestamp, ttl_ms bigint")
+    events = frame(spark, [(2, "t", "SUBSCRIPTION_OPENED", T, "TASK", None)],
+                   "position bigint, tenant_id string, type string, timestamp timestamp, element_type string, "
+                   "correlation_key string")
+    with pytest.raises(gates.GateFailed) as exc:
+        gates.check("bronze", gates.bronze_frames(msgs, events), str(tmp_path))
+    report = exc.value.report
+    assert "expect_compound_columns_to_be_unique" in report
+    assert "expect_column_values_to_be_in_set" in report and "TASK" in report
+    assert "Data Docs: " in report and str(tmp_path) in report
+
+
+def test_silver_gate_fails_on_overlapping_accepted_duplicates(spark, tmp_path):
+    rows = [(1, "t", "m", "k", "id", T, 60_000, T + timedelta(minutes=1), None),
+            (2, "t", "m", "k", "id", T + timedelta(seconds=1), 60_000, T + timedelta(seconds=61), None)]
+    silver = frame(spark, rows, "message_key bigint, tenant_id string, name string, correlation_key string, "
+                                "message_id string, published_at timestamp, ttl_ms bigint, deadline timestamp, "
+                                "duplicate_of bigint")
+    with pytest.raises(gates.GateFailed) as exc:
+        gates.check("silver", gates.silver_frames(silver), str(tmp_path))
+    assert "overlaps_buffered_duplicate" in exc.value.report and "rule 7" in exc.value.report
+    ok = silver.withColumn("duplicate_of", F.when(F.col("message_key") == 2, F.lit(1)).cast("bigint"))
+    gates.check("silver", gates.silver_frames(ok), str(tmp_path))
+
+
+def _gold(spark, correlations, count=1):
+    from correlake.schemas import GOLD
+
+    c = frame(spark, correlations, GOLD["correlations"])
+    m = frame(spark, [(1, "t", "m", "k", None, 60_000, T, T + timedelta(minutes=1), "CORRELATED", None, 1, "{}", T)],
+              GOLD["messages"])
+    s = frame(spark, [("t", "e", "m", "p", 1, "i", None, "RECEIVE_TASK", "k", True, T, T, "CORRELATED", count)],
+              GOLD["subscriptions"])
+    return {"correlations": c, "messages": m, "subscriptions": s}
+
+
+def test_gold_gate_fails_on_cardinality_and_windows(spark, tmp_path):
+    row = (1, "t", "m", "k", "p", 1, "i", "e", None, "CATCH", T, T, "{}")
+    late = (1, "t", "m", "k", "p", 1, "i", "e", None, "CATCH", T + timedelta(hours=2), T, "{}")
+    with pytest.raises(gates.GateFailed) as exc:
+        gates.check("gold", gates.gold_frames(_gold(spark, [row, late], count=2)), str(tmp_path))
+    report = exc.value.report
+    assert "rule 15" in report and "rule 6" in report and "rule 12" in report
+    gates.check("gold", gates.gold_frames(_gold(spark, [row])), str(tmp_path))
+
+
+def test_a_failing_gate_stops_the_run_and_leaves_gold_as_it_was(spark, tmp_path, monkeypatch, capsys):
+    landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
+    opened = {"position": 1, "type": "SUBSCRIPTION_OPENED", "timestamp": 0, "bpmn_process_id": "p",
+              "process_instance_key": "i", "element_instance_key": "e", "element_type": "RECEIVE_TASK",
+              "message_name": "m", "correlation_key": "k"}
+    write_jsonl(landing / "workflow_events" / "a.jsonl", [opened])
+    write_jsonl(landing / "messages" / "a.jsonl", [{"position": 2, "name": "m", "correlation_key": "k",
+                                                    "published_at": 10}])
+    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 0
+    before = spark.read.format("delta").load(table_path(lake_dir, "correlations")).collect()
+    versions = {t: spark.sql(f"DESCRIBE HISTORY delta.`{table_path(lake_dir, t)}`").count()
+                for t in ("correlations", "messages")}
+
+    real = gold.gold_tables
+
+    def broken(*args, **kwargs):
+        tables = real(*args, **kwargs)
+        tables["correlations"] = tables["correlations"].unionByName(tables["correlations"])
+        return tables
+
+    monkeypatch.setattr(gold, "gold_tables", broken)
+    write_jsonl(landing / "messages" / "b.jsonl", [{"position": 3, "name": "m", "correlation_key": "k",
+                                                    "published_at": 20}])
+    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 1
+    err = capsys.readouterr().err
+    assert "data-quality gate 'gold' failed" in err and "Data Docs:" in err and "Gold was left as it was" in err
+    assert spark.read.format("delta").load(table_path(lake_dir, "correlations")).collect() == before
+    assert {t: spark.sql(f"DESCRIBE HISTORY delta.`{table_path(lake_dir, t)}`").count()
+            for t in ("correlations", "messages")} == versions
