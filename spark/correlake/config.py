@@ -75,7 +75,8 @@ def default_max_quarantine_ratio() -> float:
 
 
 def table_path(lake: str | Path, name: str) -> str:
-    return str(Path(lake) / TABLES[name])
+    """Absolute path of a lake table (Delta's SQL path identifiers must be absolute)."""
+    return str((Path(lake) / TABLES[name]).resolve())
 
 
 def sql_dir() -> Path:

@@ -36,8 +36,11 @@ def get_spark(settings: SparkSettings | None = None):
     settings = settings or SparkSettings()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    jars = delta_jars(settings)
     conf = {
-        "spark.jars": ",".join(delta_jars(settings)),
+        "spark.jars": ",".join(jars),
+        # also on the driver's system class path: JVM threads serving Python threads see Delta
+        "spark.driver.extraClassPath": os.pathsep.join(jars),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),

@@ -1,0 +1,140 @@
+"""Benchmark: generate a workload, run the pipeline, write a report (JSON + markdown).
+
+    .venv/bin/python scripts/benchmark.py --messages 100000 --events 100000 [--skew uniform|zipf|hot]
+        [--increment 0.01] [--out .local/bench]
+
+Not run by CI. Reports time per stage and gate, rows/s, and the floor: the time the
+same Spark takes to read the same JSON and write it once to Delta.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import shutil
+import time
+from pathlib import Path
+
+BASE_MS = 1_790_000_000_000
+
+
+def _keys(rng: random.Random, n: int, skew: str, count: int) -> list[str]:
+    if skew == "uniform":
+        return [f"k{rng.randrange(count)}" for _ in range(n)]
+    if skew == "hot":
+        return ["hot" if rng.random() < 0.05 else f"k{rng.randrange(count)}" for _ in range(n)]
+    weights = [1 / (i + 1) ** 1.1 for i in range(count)]  # Zipf(1.1)
+    return [f"k{i}" for i in rng.choices(range(count), weights=weights, k=n)]
+
+
+def generate(landing: Path, messages: int, events: int, skew: str, seed: int = 1, files: int = 8,
+             first_position: int = 1, start_ms: int = BASE_MS) -> None:
+    """Catch subscriptions (with ends and lefts) and publishes over a key space; deployments with start events."""
+    rng = random.Random(seed)
+    key_count = max(messages // 4, 1)
+    pos = first_position
+    msg_rows, ev_rows = [], []
+    if first_position == 1:
+        for p in ("order", "billing"):
+            ev_rows.append({"position": pos, "type": "PROCESS_DEPLOYED", "timestamp": start_ms - 1, "bpmn_process_id": p,
+                            "process_version": 1, "message_start_events": ["start"] if p == "order" else []})
+            pos += 1
+    span = 3_600_000
+    for i, key in enumerate(_keys(rng, messages, skew, key_count)):
+        name = "start" if rng.random() < 0.1 else rng.choice(["pay", "ship", "cancel"])
+        m = {"position": pos, "name": name, "correlation_key": key, "published_at": start_ms + rng.randrange(span),
+             "ttl_ms": rng.choice([0, 60_000, 3_600_000])}
+        if rng.random() < 0.1:
+            m["message_id"] = f"id{i % 1000}"
+        msg_rows.append(m)
+        pos += 1
+    keys = _keys(rng, events // 3 + 1, skew, key_count)  # an element instance's subscriptions share a key
+    for i in range(events):
+        key = keys[i // 3]
+        t = start_ms + rng.randrange(span)
+        r = rng.random()
+        eik = f"e{first_position}-{i // 3}"
+        if r < 0.7:
+            ev_rows.append({"position": pos, "type": "SUBSCRIPTION_OPENED", "timestamp": t,
+                            "bpmn_process_id": rng.choice(["order", "billing"]), "process_instance_key": f"p{eik}",
+                            "element_instance_key": eik, "element_type": rng.choice(
+                                ["INTERMEDIATE_CATCH_EVENT", "RECEIVE_TASK", "BOUNDARY_EVENT"]),
+                            "message_name": rng.choice(["pay", "ship", "cancel"]), "correlation_key": key,
+                            "interrupting": rng.random() < 0.8})
+        elif r < 0.85:
+            ev_rows.append({"position": pos, "type": "ELEMENT_LEFT", "timestamp": t, "element_instance_key": eik})
+        else:
+            ev_rows.append({"position": pos, "type": "INSTANCE_ENDED", "timestamp": t,
+                            "process_instance_key": f"p{eik}"})
+        pos += 1
+    for stream, rows in (("messages", msg_rows), ("workflow_events", ev_rows)):
+        folder = landing / stream / f"batch-{first_position}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for f in range(files):
+            with open(folder / f"part-{f}.jsonl", "w") as out:
+                out.writelines(json.dumps(r) + "\n" for r in rows[f::files])
+
+
+def floor_seconds(spark, landing: Path, target: Path) -> float:
+    """Read the landing JSON with Spark and write it once to Delta."""
+    start = time.perf_counter()
+    for stream in ("messages", "workflow_events"):
+        (spark.read.json(str(landing / stream / "*" / "*.jsonl")).write.format("delta").mode("overwrite")
+         .save(str(target / stream)))
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--events", type=int, default=100_000)
+    parser.add_argument("--skew", choices=["uniform", "zipf", "hot"], default="uniform")
+    parser.add_argument("--increment", type=float, default=0.0, help="then run an increment of this share")
+    parser.add_argument("--out", default=".local/bench")
+    args = parser.parse_args()
+
+    from correlake import pipeline
+    from correlake.session import get_spark
+
+    out = Path(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    landing, lake = out / "landing", out / "lake"
+    t = time.perf_counter()
+    generate(landing, args.messages, args.events, args.skew)
+    report = {"workload": vars(args), "generate_s": round(time.perf_counter() - t, 1)}
+    t = time.perf_counter()
+    spark = get_spark()
+    report["spark_start_s"] = round(time.perf_counter() - t, 1)
+    runs = []
+    t = time.perf_counter()
+    result = pipeline.run(spark, str(landing), str(lake), max_quarantine_ratio=1.0)
+    runs.append({"run": "first", "total_s": round(time.perf_counter() - t, 1), **result.timings})
+    if args.increment:
+        n_m, n_e = int(args.messages * args.increment), int(args.events * args.increment)
+        generate(landing, n_m, n_e, args.skew, seed=2, first_position=10 ** 9)
+        t = time.perf_counter()
+        result = pipeline.run(spark, str(landing), str(lake), max_quarantine_ratio=1.0)
+        runs.append({"run": f"increment {n_m}+{n_e}", "total_s": round(time.perf_counter() - t, 1), **result.timings,
+                     "touched_groups": result.touched_groups})
+    t = time.perf_counter()
+    pipeline.run(spark, str(landing), str(lake))
+    runs.append({"run": "nothing new", "total_s": round(time.perf_counter() - t, 1)})
+    report["runs"] = runs
+    report["floor_s"] = round(floor_seconds(spark, landing, out / "floor"), 1)
+    report["records_per_s_first_run"] = round((args.messages + args.events) / runs[0]["total_s"])
+    report["driver_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    (out / "report.json").write_text(json.dumps(report, indent=2))
+    lines = [f"# correlake benchmark: {args.messages} messages + {args.events} events ({args.skew})", "",
+             f"Spark start {report['spark_start_s']} s; floor (read JSON, write Delta once) {report['floor_s']} s", "",
+             "| run | total s | stages |", "|---|---|---|"]
+    for r in runs:
+        stages = ", ".join(f"{k} {v}" for k, v in r.items() if k not in ("run", "total_s"))
+        lines.append(f"| {r['run']} | {r['total_s']} | {stages} |")
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
