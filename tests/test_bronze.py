@@ -157,3 +157,19 @@ def test_gzip_lines_are_read(tmp_path):
     assert [r["_line"] for r in rows] == [1, 3]
     assert list(parse_file("messages", "bad.jsonl.gz", b"not gzip"))[0]["reason"].startswith("unreadable gzip")
     assert os.path.basename("x.jsonl.gz")
+
+
+def test_as_of_moves_statuses_without_new_records(spark, tmp_path):
+    landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
+    write_jsonl(landing / "messages" / "a.jsonl", [m(1, ttl_ms=1000), m(2, ttl_ms=0)])
+    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 0
+
+    def statuses():
+        rows = table(spark, lake_dir, "messages").select("message_key", "status", "as_of").collect()
+        return {r["message_key"]: r["status"] for r in rows}, {r["as_of"] for r in rows}
+
+    assert statuses()[0] == {1: "BUFFERED", 2: "EXPIRED"}
+    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--as-of", str(T0 + 5000)]) == 0
+    assert statuses()[0] == {1: "EXPIRED", 2: "EXPIRED"} and len(statuses()[1]) == 1
+    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 0  # back to the default as_of
+    assert statuses()[0] == {1: "BUFFERED", 2: "EXPIRED"}

@@ -97,11 +97,11 @@ def run(spark: SparkSession, landing: str, lake_dir: str, as_of: int | None = No
 
 
 def _refresh_only(spark, lake_dir, last, as_of) -> RunResult:
-    """Nothing new: only an explicit, different --as-of re-evaluates statuses."""
+    """Nothing new: statuses move only if as_of does (an explicit --as-of, or back to the default)."""
     result = RunResult(None, noop=True)
     if last is None:
         return result
-    result.as_of = as_of if as_of is not None else last["as_of"]
+    result.as_of = as_of if as_of is not None else last["max_event_time"]
     if result.as_of is not None and result.as_of != last["as_of"]:
         refresh_statuses(spark, table_path(lake_dir, "messages"), result.as_of)
     return result
