@@ -102,8 +102,10 @@ def _refresh_only(spark, lake_dir, last, as_of) -> RunResult:
     if last is None:
         return result
     result.as_of = as_of if as_of is not None else last["max_event_time"]
-    if result.as_of is not None and result.as_of != last["as_of"]:
-        refresh_statuses(spark, table_path(lake_dir, "messages"), result.as_of)
+    messages = table_path(lake_dir, "messages")
+    current = spark.read.format("delta").load(messages).agg(F.max(F.unix_millis("as_of"))).first()[0]
+    if result.as_of is not None and current is not None and result.as_of != current:
+        refresh_statuses(spark, messages, result.as_of)
     return result
 
 
