@@ -71,23 +71,20 @@ def parse_time(value, field: str) -> int:
     raise BadRecord(f"wrong type of {field}")
 
 
-def normalise_key(value, field: str) -> str:
-    """Correlation key: strings as is, numbers as plain integer digits."""
+def instance_key(value, field: str) -> str:
+    """Instance keys: strings as is, JSON integers as their decimal digits."""
     if isinstance(value, str):
         return value
     if _is_int(value):
         return str(value)
+    raise BadRecord(f"wrong type of {field}")
+
+
+def normalise_key(value, field: str) -> str:
+    """Correlation key: as an instance key, and other numbers truncated to integer digits."""
     if isinstance(value, float) and math.isfinite(value):
         return str(int(value))  # int() truncates toward zero
-    raise BadRecord(f"wrong type of {field}")
-
-
-def instance_key(value, field: str) -> str:
-    if isinstance(value, str):
-        return value
-    if _is_int(value):
-        return str(value)
-    raise BadRecord(f"wrong type of {field}")
+    return instance_key(value, field)
 
 
 def _get(obj: dict, field: str, required: bool):
