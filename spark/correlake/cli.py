@@ -54,10 +54,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def print_summary(result, out=sys.stdout) -> None:
-    from .render import summary
-
-    print(summary(result), file=out)
 
 
 def cmd_run(args) -> int:
@@ -83,7 +79,9 @@ def cmd_run(args) -> int:
         print(f"correlake: {exc}", file=sys.stderr)
         return EXIT_USAGE
     result.timings["total"] = round(time.perf_counter() - started, 2)
-    print_summary(result)
+    from .render import summary
+
+    print(summary(result))
     return EXIT_OK
 
 
