@@ -22,7 +22,7 @@ from .config import GOLD_TABLES, STREAMS, table_path
 from .gates import GateFailed
 from .landing import new_files
 from .merge import SCOPE, refresh_statuses, restate
-from .schemas import GOLD, GOLD_KEYS, INGESTED_FILES, L, QUARANTINE, S, T, struct
+from .schemas import GOLD, GOLD_KEYS, INGESTED_FILES, L, S, T, struct
 
 RUNS = struct(("run_id", S), ("started_at", T), ("finished_at", T), ("files", L), ("records_read", L),
               ("quarantined", L), ("max_event_time", T), ("as_of", T), ("summary", S))

@@ -28,15 +28,8 @@ WORKFLOW_FIELDS = ["position", "tenant_id", "type", "timestamp", "bpmn_process_i
                    "message_name", "correlation_key", "interrupting", "message_start_events"]
 STREAM_FIELDS = {"messages": MESSAGE_FIELDS, "workflow_events": WORKFLOW_FIELDS}
 STREAM_TIME = {"messages": "published_at", "workflow_events": "timestamp"}
-BRONZE_META = ["raw", "_record_hash", "_is_replay", "_source_file", "_line", "_ingested_at", "_run_id"]
-
-QUARANTINE = struct(("stream", S), ("_source_file", S), ("_line", L), ("raw", S), ("reason", S),
-                    ("_ingested_at", T), ("_run_id", S))
-
 INGESTED_FILES = struct(("stream", S), ("path", S), ("size", L), ("modified_at", L), ("lines", L),
                         ("_ingested_at", T), ("_run_id", S))
-
-DEDUP_OUT = struct(("position", L), ("duplicate_of", L))
 
 CORRELATION = struct(
     ("message_key", L), ("tenant_id", S), ("message_name", S), ("correlation_key", S),
