@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from . import bronze, gates, gold, lake, routing, silver
-from .config import GOLD_TABLES, STREAMS, table_path
+from .config import GOLD_TABLES, MAX_QUARANTINE_RATIO, STREAMS, table_path
 from .gates import GateFailed
 from .landing import new_files
 from .merge import SCOPE, refresh_statuses, restate
@@ -45,6 +45,7 @@ class RunResult:
     lines: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
     noop: bool = False
+    started_at: int = field(default_factory=lambda: int(time.time() * 1000))  # epoch millis
 
     @property
     def quarantined_total(self) -> int:
@@ -67,12 +68,11 @@ def _ingested(spark: SparkSession, lake_dir: str) -> set[tuple]:
 
 def _last_run(spark: SparkSession, lake_dir: str):
     runs = lake.read(spark, lake_dir, "runs", RUNS)
-    return runs.orderBy(F.desc("finished_at")).select(
-        F.unix_millis("max_event_time").alias("max_event_time"), F.unix_millis("as_of").alias("as_of")).first()
+    return runs.orderBy(F.desc("finished_at")).select(F.unix_millis("max_event_time").alias("max_event_time")).first()
 
 
 def run(spark: SparkSession, landing: str, lake_dir: str, as_of: int | None = None,
-        max_quarantine_ratio: float = 0.01, wait_seconds: float = 0.0) -> RunResult:
+        max_quarantine_ratio: float = MAX_QUARANTINE_RATIO, wait_seconds: float = 0.0) -> RunResult:
     """Ingest what is new in `landing` and bring silver and gold up to date."""
     with lake.run_lock(lake_dir, wait_seconds):
         lake.rollback(spark, lake_dir)
@@ -253,10 +253,11 @@ def _run_row(spark, result: RunResult) -> DataFrame:
     summary = json.dumps({"quarantined": result.quarantined, "timings": result.timings,
                           "touched_groups": result.touched_groups, "replays": result.replays})
     return spark.createDataFrame(
-        [(result.run_id, result.files, result.records_read, result.quarantined_total,
+        [(result.run_id, result.started_at, result.files, result.records_read, result.quarantined_total,
           result.max_event_time, result.as_of, summary)],
-        "run_id string, files bigint, records_read bigint, quarantined bigint, max_event_time bigint, "
-        "as_of bigint, summary string",
-    ).select("run_id", F.current_timestamp().alias("started_at"), F.current_timestamp().alias("finished_at"),
+        "run_id string, started_at bigint, files bigint, records_read bigint, quarantined bigint, "
+        "max_event_time bigint, as_of bigint, summary string",
+    ).select("run_id", F.timestamp_millis("started_at").alias("started_at"),
+             F.current_timestamp().alias("finished_at"),
              "files", "records_read", "quarantined", F.timestamp_millis("max_event_time").alias("max_event_time"),
              F.timestamp_millis("as_of").alias("as_of"), "summary")
