@@ -1,10 +1,12 @@
-"""Hypothesis strategies: small random landing streams that exercise every rule."""
+"""Hypothesis strategies: small random landing streams that exercise every rule,
+and many of them combined into one landing (one tenant prefix each)."""
 
 from __future__ import annotations
 
+from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from helpers import millis_to_iso
+from helpers import millis_to_iso, relabel
 
 BASE_MS = 1_767_225_600_000  # 2026-01-01T00:00:00Z
 PROCESSES = ["P1", "P2"]
@@ -67,3 +69,28 @@ def streams(draw, max_messages: int = 10, max_events: int = 14) -> dict:
     messages += [dict(m) for m in messages if draw(st.integers(0, 9)) == 0]
     events += [dict(e) for e in events if draw(st.integers(0, 9)) == 0]
     return {"messages": messages, "workflow_events": events}
+
+
+OFFSET = 1000
+
+
+def combine(cases: list[dict]) -> tuple[list, list]:
+    messages, events = [], []
+    for i, case in enumerate(cases, start=1):
+        messages += relabel(case["messages"], f"p{i:03d}", i * OFFSET)
+        events += relabel(case["workflow_events"], f"p{i:03d}", i * OFFSET)
+    return messages, events
+
+
+def generate_cases(n: int) -> list[dict]:
+    """n cases drawn by Hypothesis (collected, so that they share one pipeline run)."""
+    cases: list[dict] = []
+
+    @settings(max_examples=n, phases=[Phase.generate], deadline=None, database=None,
+              suppress_health_check=list(HealthCheck))
+    @given(streams())
+    def collect(case):
+        cases.append(case)
+
+    collect()
+    return cases

@@ -84,3 +84,26 @@ def relabel(records: list[dict], tenant: str, offset: int, shift_ms: int = 0,
                              else millis_to_iso(iso_to_millis(value) + shift_ms))
         out.append(r)
     return out
+
+
+COMPARED = {
+    "correlations": None,
+    "subscriptions": None,
+    "message_started_instances": None,
+    "messages": ["message_key", "tenant_id", "status", "duplicate_of", "correlation_count"],
+}
+
+
+def project(rows: list[dict], columns) -> list:
+    return sorted((tuple(sorted((k, v) for k, v in r.items() if columns is None or k in columns)) for r in rows),
+                  key=repr)
+
+
+def assert_gold_equals(got: dict, want: dict) -> None:
+    for table, columns in COMPARED.items():
+        g, w = project(got[table], columns), project(want[table], columns)
+        if g != w:
+            tenants = sorted({dict(r)["tenant_id"] for r in set(g) ^ set(w)})
+            raise AssertionError(f"gold/{table} differs from the reference model for tenants {tenants[:5]}:\n"
+                                 f"  only in gold: {sorted(set(g) - set(w), key=repr)[:4]}\n"
+                                 f"  only in model: {sorted(set(w) - set(g), key=repr)[:4]}")

@@ -10,7 +10,7 @@ import os
 
 import pytest
 
-from correlake import cli, lake, pipeline
+from correlake import cli, lake, pipeline, stages
 from correlake.config import TABLES, table_path
 from helpers import write_jsonl
 
@@ -131,7 +131,7 @@ def test_a_failed_run_leaves_every_table_as_it_was(spark, tmp_path, monkeypatch)
     def crash(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(pipeline, "refresh_statuses", crash)  # after the gold MERGEs
+    monkeypatch.setattr(stages, "refresh_statuses", crash)  # after the gold MERGEs
     with pytest.raises(RuntimeError):
         pipeline.run(spark, str(landing), lake_dir)
     assert {name: table(spark, lake_dir, name).count() for name in before} == before

@@ -54,6 +54,8 @@ def parse_file(stream: str, path: str, content: bytes):
 
 def parse_landing(spark: SparkSession, files: list[LandingFile]) -> DataFrame:
     """Read the given landing files; one row per line, with `reason` set for bad ones."""
+    if not files:
+        return spark.createDataFrame([], PARSED)
     stream_of = {f.path: f.stream for f in files}
 
     def run(batches):

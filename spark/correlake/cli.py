@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from .config import default_max_quarantine_ratio, state_dir
+from .config import state_dir
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
 
@@ -46,6 +46,14 @@ def build_parser() -> argparse.ArgumentParser:
                      help="fail when more than this share of the records read is quarantined (default 0.01)")
     run.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                      help="wait this long for another run holding the lake's lock")
+    run.add_argument("--dry-run", action="store_true", help="run every stage and gate, publish nothing")
+
+    rebuild = sub.add_parser("rebuild", help="recompute silver and gold from bronze")
+    rebuild.add_argument("--lake", required=True, help="lake folder (Delta tables)")
+    rebuild.add_argument("--as-of", type=_as_of, help="evaluate statuses at this time (ISO-8601 with offset)")
+    rebuild.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                         help="wait this long for another run holding the lake's lock")
+    rebuild.add_argument("--dry-run", action="store_true", help="run every stage and gate, publish nothing")
 
     demo = sub.add_parser("demo", help="write a sample landing and run the pipeline on it")
     demo.add_argument("--dir", default=str(state_dir() / "demo"), help="demo folder (landing/ and lake/)")
@@ -54,23 +62,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-
-
 def cmd_run(args) -> int:
+    from pathlib import Path
+
     from . import pipeline
     from .lake import LakeBusy
     from .session import get_spark
 
-    from pathlib import Path
-
-    if not Path(args.landing).is_dir():
+    rebuild = args.command == "rebuild"
+    if rebuild and not Path(args.lake, "bronze").is_dir():
+        raise UsageError(f"{args.lake} holds no bronze tables to rebuild from")
+    if not rebuild and not Path(args.landing).is_dir():
         raise UsageError(f"landing folder {args.landing} does not exist")
     started = time.perf_counter()
     spark = get_spark()
-    ratio = args.max_quarantine_ratio if args.max_quarantine_ratio is not None else default_max_quarantine_ratio()
     try:
-        result = pipeline.run(spark, args.landing, args.lake, as_of=args.as_of, max_quarantine_ratio=ratio,
-                              wait_seconds=args.wait)
+        result = pipeline.run(spark, None if rebuild else args.landing, args.lake, as_of=args.as_of,
+                              max_quarantine_ratio=getattr(args, "max_quarantine_ratio", None),
+                              wait_seconds=args.wait, rebuild=rebuild, dry_run=args.dry_run)
     except pipeline.GateFailed as exc:
         print(f"correlake: FAILED — {exc}", file=sys.stderr)
         print("Gold was left as it was; nothing of this run was kept.", file=sys.stderr)
@@ -82,6 +91,8 @@ def cmd_run(args) -> int:
     from .render import summary
 
     print(summary(result))
+    if args.dry_run:
+        print("dry run: every gate passed; nothing was published")
     return EXIT_OK
 
 
@@ -95,8 +106,8 @@ def cmd_demo(args) -> int:
     counts = write_demo_landing(landing, hours=args.hours, seed=args.seed)
     print(f"demo landing: {landing} ({counts['messages']} messages, {counts['workflow_events']} workflow events, "
           f"{counts['bad']} bad lines)")
-    code = cmd_run(argparse.Namespace(landing=str(landing), lake=str(lake_dir), as_of=None,
-                                      max_quarantine_ratio=None, wait=0.0))
+    code = cmd_run(argparse.Namespace(command="run", landing=str(landing), lake=str(lake_dir), as_of=None,
+                                      max_quarantine_ratio=None, wait=0.0, dry_run=False))
     if code == EXIT_OK:
         from .render import findings
         from .session import get_spark
@@ -109,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.command == "run":
+        if args.command in ("run", "rebuild"):
             return cmd_run(args)
         return cmd_demo(args)
     except UsageError as exc:

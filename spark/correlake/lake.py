@@ -52,6 +52,13 @@ def append(df: DataFrame, lake: str, name: str, run_id: str) -> None:
        .save(table_path(lake, name)))
 
 
+def overwrite(df: DataFrame, lake: str, name: str, run_id: str) -> None:
+    """Replace the table's content (same schema; a new version, history kept)."""
+    (df.write.format("delta").mode("overwrite")
+       .option("userMetadata", run_id)
+       .save(table_path(lake, name)))
+
+
 def ensure(spark: SparkSession, lake: str, name: str, schema: StructType) -> str:
     """Create the table (empty, deletion vectors on) if it does not exist; return its path."""
     path = table_path(lake, name)

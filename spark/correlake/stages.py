@@ -1,0 +1,480 @@
+"""A run as stages: prepare → bronze → check → silver → check → gold → check → publish.
+
+Only `publish` writes lake tables, all at once and journalled; every stage before it
+reads the lake at the table versions `prepare` recorded (Delta time travel), so a run
+is computed against one snapshot and publishing refuses a lake that moved meanwhile.
+The CLI runs the stages in one process with frames kept in memory (`MemoryStore`);
+Airflow runs each as a task, with frames staged as Parquet under
+`<lake>/_state/runs/<run_id>/` (`DiskStore`). Both call the same `StagedRun` methods.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from . import bronze, gates, gold, lake, routing, silver
+from .config import GOLD_TABLES, STREAMS, TABLES, default_max_quarantine_ratio, table_path
+from .gates import GateFailed
+from .landing import LandingFile, new_files
+from .merge import SCOPE, refresh_statuses, restate
+from .schemas import GOLD, GOLD_KEYS, INGESTED_FILES, L, S, T, struct
+
+RUNS = struct(("run_id", S), ("started_at", T), ("finished_at", T), ("files", L), ("records_read", L),
+              ("quarantined", L), ("max_event_time", T), ("as_of", T), ("summary", S))
+STAGED_RUN_MAX_AGE_SECONDS = 24 * 3600
+
+
+class LakeMoved(RuntimeError):
+    """Another run published since this run was prepared."""
+
+
+@dataclass
+class RunResult:
+    run_id: str | None
+    files: int = 0
+    records_read: int = 0
+    quarantined: dict = field(default_factory=dict)
+    replays: int = 0
+    new_messages: int = 0
+    new_workflow_events: int = 0
+    touched_groups: int = 0
+    correlations: int = 0
+    as_of: int | None = None
+    max_event_time: int | None = None
+    deployments: int = 0
+    lines: dict = field(default_factory=dict)
+    timings: dict = field(default_factory=dict)
+    noop: bool = False
+    rebuild: bool = False
+    started_at: int = field(default_factory=lambda: int(time.time() * 1000))  # epoch millis
+
+    @property
+    def quarantined_total(self) -> int:
+        return sum(self.quarantined.values())
+
+
+@dataclass
+class Plan:
+    """What a run works on: its files, its snapshot of the lake, its settings, its result so far."""
+    run_id: str
+    files: list[LandingFile]
+    versions: dict[str, int]
+    max_quarantine_ratio: float
+    last_event_time: int | None
+    result: RunResult
+
+    def to_json(self) -> str:
+        return json.dumps({**asdict(self), "files": [asdict(f) for f in self.files]})
+
+    @classmethod
+    def from_json(cls, text: str) -> Plan:
+        raw = json.loads(text)
+        return cls(raw["run_id"], [LandingFile(**f) for f in raw["files"]], raw["versions"],
+                   raw["max_quarantine_ratio"], raw["last_event_time"], RunResult(**raw["result"]))
+
+
+# -- where a run's frames live between stages ------------------------------------------
+class MemoryStore:
+    """Frames checkpointed in the Spark session: one process runs every stage."""
+
+    def __init__(self):
+        self._frames: dict[str, DataFrame] = {}
+        self._plan: str | None = None
+
+    def put(self, name: str, df: DataFrame) -> DataFrame:
+        self._frames[name] = df.localCheckpoint()
+        return self._frames[name]
+
+    def get(self, spark: SparkSession, name: str) -> DataFrame:
+        return self._frames[name]
+
+    def save_plan(self, plan: Plan) -> None:
+        self._plan = plan.to_json()
+
+    def clear(self) -> None:
+        self._frames.clear()
+
+
+class DiskStore:
+    """Frames staged as Parquet under the run's folder: each stage may be its own process."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def put(self, name: str, df: DataFrame) -> DataFrame:
+        path = str(self.root / name)
+        df.write.mode("overwrite").parquet(path)
+        return df.sparkSession.read.parquet(path)
+
+    def get(self, spark: SparkSession, name: str) -> DataFrame:
+        return spark.read.parquet(str(self.root / name))
+
+    def save_plan(self, plan: Plan) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        tmp = self.root / "plan.json.tmp"
+        tmp.write_text(plan.to_json())
+        tmp.replace(self.root / "plan.json")
+
+    def load_plan(self) -> Plan:
+        path = self.root / "plan.json"
+        if not path.exists():
+            raise FileNotFoundError(f"no staged run at {self.root} (discarded, published, or never prepared)")
+        return Plan.from_json(path.read_text())
+
+    def clear(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def staged_runs_dir(lake_dir: str) -> Path:
+    return Path(lake_dir) / "_state" / "runs"
+
+
+class StagedRun:
+    """One run's stages. Construct with `prepare` (new run) or `load` (staged on disk)."""
+
+    def __init__(self, spark: SparkSession, lake_dir: str, plan: Plan, store):
+        self.spark, self.lake_dir, self.plan, self.store = spark, lake_dir, plan, store
+
+    @property
+    def run_id(self) -> str:
+        return self.plan.run_id
+
+    @property
+    def result(self) -> RunResult:
+        return self.plan.result
+
+    # -- prepare ----------------------------------------------------------------------
+    @classmethod
+    def prepare(cls, spark: SparkSession, landing: str | None, lake_dir: str, store_for, as_of: int | None = None,
+                max_quarantine_ratio: float | None = None, rebuild: bool = False) -> StagedRun | RunResult:
+        """Plan a run over the landing's new files (or, to rebuild, over bronze alone).
+
+        With nothing new, statuses are refreshed if `as_of` moved and a no-op result is
+        returned.
+        The caller holds the lake's lock.
+        """
+        lake.rollback(spark, lake_dir)
+        last = _last_run(spark, lake_dir)
+        files = [] if rebuild else new_files(landing, _ingested(spark, lake_dir))
+        if not files and not rebuild:
+            return RunResult(None, noop=True, as_of=_refresh_only(spark, lake_dir, last, as_of))
+        run_id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+        ratio = default_max_quarantine_ratio() if max_quarantine_ratio is None else max_quarantine_ratio
+        plan = Plan(run_id, files, {name: lake.version(table_path(lake_dir, name)) for name in TABLES}, ratio,
+                    last, RunResult(run_id, files=len(files), as_of=as_of, rebuild=rebuild))
+        staged = cls(spark, lake_dir, plan, store_for(run_id))
+        staged.store.save_plan(plan)
+        return staged
+
+    @classmethod
+    def load(cls, spark: SparkSession, lake_dir: str, run_id: str) -> StagedRun:
+        store = DiskStore(staged_runs_dir(lake_dir) / run_id)
+        return cls(spark, lake_dir, store.load_plan(), store)
+
+    def _history(self, name: str) -> DataFrame | None:
+        """A lake table as of the run's snapshot; None if it did not exist."""
+        version = self.plan.versions[name]
+        if version < 0:
+            return None
+        return self.spark.read.format("delta").option("versionAsOf", version).load(table_path(self.lake_dir, name))
+
+    def _timed(self, stage: str, work) -> None:
+        start = time.perf_counter()
+        try:
+            work()
+        finally:
+            self.result.timings[stage] = round(time.perf_counter() - start, 2)
+            self.store.save_plan(self.plan)
+
+    # -- bronze -----------------------------------------------------------------------
+    def bronze(self) -> None:
+        self._timed("bronze", self._bronze)
+
+    def _bronze(self) -> None:
+        spark, result = self.spark, self.result
+        meta = {"_ingested_at": F.current_timestamp(), "_run_id": F.lit(self.run_id)}
+        history = {s: self._history(f"bronze_{s}") for s in STREAMS}
+        classified = bronze.classify(bronze.parse_landing(spark, self.plan.files),
+                                     _known_positions(spark, history)).localCheckpoint()
+        _bronze_stats(classified, result, self.plan.last_event_time)
+        for s in STREAMS:
+            self.store.put(f"bronze_{s}", bronze.bronze_records(classified, s).withColumns(meta))
+        self.store.put("quarantine", bronze.quarantine_records(classified).withColumns(meta))
+        self.store.put("ingested_files", spark.createDataFrame(
+            [(f.stream, f.path, f.size, f.modified_at, result.lines.get(f.path, 0)) for f in self.plan.files],
+            "stream string, path string, size bigint, modified_at bigint, lines bigint").withColumns(meta))
+
+    # -- gates --------------------------------------------------------------------------
+    def check(self, gate: str) -> None:
+        """Pass the gate or raise GateFailed (nothing is written either way)."""
+        self._timed(f"gate:{gate}", lambda: self._check(gate))
+
+    def _check(self, gate: str) -> None:
+        get = lambda name: self.store.get(self.spark, name)  # noqa: E731
+        if gate == "bronze":
+            self._check_quarantine_ratio()
+            frames = gates.bronze_frames(*(silver.distinct_records(get(f"bronze_{s}")) for s in STREAMS))
+        elif gate == "silver":
+            frames = gates.silver_frames(get("silver_messages"))
+        else:
+            frames = gates.gold_frames({name: get(name) for name in GOLD_TABLES})
+        gates.check(gate, frames, self.lake_dir)
+
+    def _check_quarantine_ratio(self) -> None:
+        result, limit = self.result, self.plan.max_quarantine_ratio
+        ratio = result.quarantined_total / max(result.records_read, 1)
+        if ratio > limit:
+            reasons = "\n".join(f"  {count:>8}  {reason}" for reason, count in
+                                sorted(result.quarantined.items(), key=lambda kv: -kv[1])[:20])
+            raise GateFailed("max_quarantine_ratio",
+                             f"quarantined {result.quarantined_total} of {result.records_read} records "
+                             f"({ratio:.2%}) > max_quarantine_ratio {limit:.2%}; nothing was committed\n{reasons}")
+
+    # -- silver -------------------------------------------------------------------------
+    def silver(self) -> None:
+        self._timed("silver", self._silver)
+
+    def _silver(self) -> None:
+        get = lambda name: self.store.get(self.spark, name)  # noqa: E731
+        new = {s: silver.distinct_records(get(f"bronze_{s}")) for s in STREAMS}
+        every = {}
+        for s in STREAMS:
+            history = self._history(f"bronze_{s}")
+            every[s] = new[s] if history is None else silver.distinct_records(history).unionByName(new[s])
+        events = silver.workflow_events(every["workflow_events"])
+        deployments = self.store.put("silver_deployments", silver.deployments(events))
+        msg_keys = every["messages"].select("tenant_id", F.col("position").alias("message_key"),
+                                            "correlation_key", "name")
+        opens = events.where(F.col("type") == "SUBSCRIPTION_OPENED")
+        labels = routing.key_labels(opens, msg_keys)
+        opens_l = routing.with_label(opens, labels)
+        msgs_l = routing.with_label(msg_keys, labels)
+        if self.result.rebuild:
+            touched = (msgs_l.select("tenant_id", "label")
+                       .unionByName(opens_l.select("tenant_id", "label")).distinct())
+        else:
+            new_events = silver.workflow_events(new["workflow_events"])
+            touched = _touched_groups(new["messages"], new_events, opens_l, msgs_l, deployments)
+        touched = touched.localCheckpoint()
+        scope = self.store.put("scope", msgs_l.select("tenant_id", "correlation_key", "label")
+                               .unionByName(opens_l.select("tenant_id", "correlation_key", "label"))
+                               .join(touched, ["tenant_id", "label"], "left_semi").distinct())
+        self.store.put("silver_messages", silver.accepted_messages(
+            every["messages"].join(scope.select(*SCOPE), SCOPE, "left_semi")))
+        self.store.put("routed", routing.route_workflow_events(
+            events.where(F.col("type") != "PROCESS_DEPLOYED"), opens_l, msgs_l
+        ).join(touched, ["tenant_id", "label"], "left_semi"))
+        self.store.put("silver_workflow_events", events if self.result.rebuild
+                       else silver.workflow_events(new["workflow_events"]))
+        self.result.touched_groups = touched.count()
+
+    # -- gold ---------------------------------------------------------------------------
+    def gold(self) -> None:
+        self._timed("gold", self._gold)
+
+    def _gold(self) -> None:
+        get = lambda name: self.store.get(self.spark, name)  # noqa: E731
+        scope = get("scope")
+        labelled = get("silver_messages").join(scope.select(*SCOPE, "label"), SCOPE)
+        engine_in = gold.engine_input(labelled, get("routed"))
+        engine_out = gold.run_engine(engine_in, gold.deployments_by_tenant(get("silver_deployments"))).localCheckpoint()
+        as_of = self.result.as_of
+        tables = gold.gold_tables(engine_out, get("silver_messages"), as_of)
+        for name in GOLD_TABLES:
+            self.store.put(name, tables[name])
+        self.result.correlations = get("correlations").count()
+
+    # -- publish ------------------------------------------------------------------------
+    def publish(self) -> RunResult:
+        """Write every table of the run, all or nothing. The caller holds the lake's lock."""
+        moved = {name: v for name, v in self.plan.versions.items()
+                 if lake.version(table_path(self.lake_dir, name)) != v}
+        if moved:
+            raise LakeMoved(f"the lake changed since run {self.run_id} was prepared (tables {sorted(moved)}); "
+                            "this run was not published: start a new one")
+        lake.begin(self.lake_dir, self.run_id)
+        self.spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", self.run_id)
+        try:
+            self._timed("write", self._write)
+        except BaseException:
+            lake.rollback(self.spark, self.lake_dir)
+            raise
+        finally:
+            self.spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+        lake.commit(self.lake_dir)
+        self.discard()
+        return self.result
+
+    def _write(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        spark, lake_dir, run_id, result = self.spark, self.lake_dir, self.run_id, self.result
+        get = lambda name: self.store.get(spark, name)  # noqa: E731
+        if result.rebuild:
+            writes = [lambda n=name: lake.overwrite(get(n), lake_dir, n, run_id)
+                      for name in ("silver_messages", "silver_workflow_events", "silver_deployments",
+                                   *GOLD_TABLES)]
+        else:
+            scope = get("scope").select(*SCOPE)
+            writes = [lambda n=name: lake.append(get(n), lake_dir, n, run_id)
+                      for name in ("quarantine", "ingested_files", "silver_workflow_events")]
+            writes += [lambda s=s: lake.append(get(f"bronze_{s}"), lake_dir, f"bronze_{s}", run_id) for s in STREAMS]
+            writes.append(lambda: restate(spark, lake.ensure(spark, lake_dir, "silver_messages",
+                                                             silver.SILVER_MESSAGE),
+                                          get("silver_messages"), scope, ["message_key"]))
+            if result.deployments:
+                writes.append(lambda: lake.overwrite(get("silver_deployments"), lake_dir, "silver_deployments",
+                                                     run_id))
+            writes += [lambda n=name: restate(spark, lake.ensure(spark, lake_dir, n, GOLD[n]), get(n), scope,
+                                              GOLD_KEYS[n]) for name in GOLD_TABLES]
+        with ThreadPoolExecutor(4) as pool:
+            for future in [pool.submit(write) for write in writes]:
+                future.result()
+        if result.as_of is not None and not result.rebuild:
+            refresh_statuses(spark, table_path(lake_dir, "messages"), result.as_of)
+        lake.append(_run_row(spark, result), lake_dir, "runs", run_id)
+
+    def discard(self) -> None:
+        self.store.clear()
+
+
+# -- Airflow's entry points: one stage per call, frames staged on disk ----------------
+def prepare(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | None = None,
+            max_quarantine_ratio: float | None = None, rebuild: bool = False,
+            wait_seconds: float = 600.0) -> str | None:
+    """Plan a staged run; its id, or None when there is nothing new."""
+    _forget_old_staged_runs(lake_dir)
+    with lake.run_lock(lake_dir, wait_seconds):
+        staged = StagedRun.prepare(spark, landing, lake_dir, lambda run_id: DiskStore(
+            staged_runs_dir(lake_dir) / run_id), as_of, max_quarantine_ratio, rebuild)
+    return staged.run_id if isinstance(staged, StagedRun) else None
+
+
+def bronze_stage(spark: SparkSession, lake_dir: str, run_id: str) -> None:
+    StagedRun.load(spark, lake_dir, run_id).bronze()
+
+
+def silver_stage(spark: SparkSession, lake_dir: str, run_id: str) -> None:
+    StagedRun.load(spark, lake_dir, run_id).silver()
+
+
+def gold_stage(spark: SparkSession, lake_dir: str, run_id: str) -> None:
+    StagedRun.load(spark, lake_dir, run_id).gold()
+
+
+def check(spark: SparkSession, lake_dir: str, run_id: str, gate: str) -> None:
+    StagedRun.load(spark, lake_dir, run_id).check(gate)
+
+
+def publish(spark: SparkSession, lake_dir: str, run_id: str, wait_seconds: float = 600.0) -> RunResult:
+    with lake.run_lock(lake_dir, wait_seconds):
+        lake.rollback(spark, lake_dir)
+        return StagedRun.load(spark, lake_dir, run_id).publish()
+
+
+def discard(lake_dir: str, run_id: str) -> None:
+    DiskStore(staged_runs_dir(lake_dir) / run_id).clear()
+
+
+def _forget_old_staged_runs(lake_dir: str) -> None:
+    root = staged_runs_dir(lake_dir)
+    if root.is_dir():
+        for staged in root.iterdir():
+            if time.time() - staged.stat().st_mtime > STAGED_RUN_MAX_AGE_SECONDS:
+                shutil.rmtree(staged, ignore_errors=True)
+
+
+# -- helpers ----------------------------------------------------------------------------
+def _ingested(spark: SparkSession, lake_dir: str) -> set[tuple]:
+    files = lake.read(spark, lake_dir, "ingested_files", INGESTED_FILES)
+    return {(r["path"], r["size"], r["modified_at"]) for r in files.select("path", "size", "modified_at").collect()}
+
+
+def _last_run(spark: SparkSession, lake_dir: str) -> int | None:
+    """The max event time seen by the lake's runs so far (epoch millis)."""
+    runs = lake.read(spark, lake_dir, "runs", RUNS)
+    return runs.agg(F.max(F.unix_millis("max_event_time"))).first()[0]
+
+
+def _refresh_only(spark, lake_dir, last_event_time, as_of) -> int | None:
+    """Nothing new: statuses move only if as_of does (an explicit --as-of, or back to the
+    default); the as_of gold is at."""
+    target = as_of if as_of is not None else last_event_time
+    messages = table_path(lake_dir, "messages")
+    if target is None or not lake.is_table(messages):
+        return target
+    current = spark.read.format("delta").load(messages).agg(F.max(F.unix_millis("as_of"))).first()[0]
+    if current is not None and target != current:
+        refresh_statuses(spark, messages, target)
+    return target
+
+
+def _bronze_stats(classified: DataFrame, result: RunResult, last_event_time: int | None) -> None:
+    """Counts of the run's lines (one pass), the max event time and hence as_of."""
+    rows = (classified.groupBy("stream", "reason", "_is_replay", "type", "_source_file")
+            .agg(F.count("*").alias("n"), F.max(F.coalesce("published_at", "timestamp")).alias("t")).collect())
+    for r in rows:
+        result.records_read += r["n"]
+        result.lines[r["_source_file"]] = result.lines.get(r["_source_file"], 0) + r["n"]
+        if r["reason"] is not None:
+            result.quarantined[r["reason"]] = result.quarantined.get(r["reason"], 0) + r["n"]
+        elif r["_is_replay"]:
+            result.replays += r["n"]
+        elif r["stream"] == "messages":
+            result.new_messages += r["n"]
+        else:
+            result.new_workflow_events += r["n"]
+            result.deployments += r["n"] if r["type"] == "PROCESS_DEPLOYED" else 0
+    times = [r["t"] for r in rows if r["reason"] is None and not r["_is_replay"] and r["t"] is not None]
+    if last_event_time is not None:
+        times.append(last_event_time)
+    result.max_event_time = max(times, default=None)
+    result.as_of = result.as_of if result.as_of is not None else result.max_event_time
+
+
+def _known_positions(spark, history: dict) -> DataFrame:
+    """(stream, position, hash, file, line) of the records bronze already holds."""
+    known = spark.createDataFrame([], "stream string, position bigint, _record_hash string, "
+                                      "_source_file string, _line bigint")
+    for stream, b in history.items():
+        if b is not None:
+            known = known.unionByName(b.where(~F.col("_is_replay")).select(
+                F.lit(stream).alias("stream"), "position", "_record_hash", "_source_file", "_line"))
+    return known
+
+
+def _touched_groups(new_messages, new_events, opens_l, msgs_l, deployments) -> DataFrame:
+    """(tenant_id, label) of every group the run's new records can change."""
+    by_message = routing.with_label(
+        new_messages.select("tenant_id", "correlation_key"),
+        msgs_l.select("tenant_id", "correlation_key", "label").distinct()).select("tenant_id", "label")
+    by_event = routing.route_workflow_events(
+        new_events.where(F.col("type") != "PROCESS_DEPLOYED"), opens_l, msgs_l).select("tenant_id", "label")
+    deployed = new_events.where(F.col("type") == "PROCESS_DEPLOYED").select("tenant_id", "bpmn_process_id")
+    start_names = (deployments.join(deployed, ["tenant_id", "bpmn_process_id"], "left_semi")
+                   .select("tenant_id", F.explode("message_start_events").alias("name")))
+    by_deployment = msgs_l.join(start_names, ["tenant_id", "name"], "left_semi").select("tenant_id", "label")
+    return by_message.unionByName(by_event).unionByName(by_deployment).distinct()
+
+
+def _run_row(spark, result: RunResult) -> DataFrame:
+    summary = json.dumps({"quarantined": result.quarantined, "timings": result.timings,
+                          "touched_groups": result.touched_groups, "replays": result.replays,
+                          "rebuild": result.rebuild})
+    return spark.createDataFrame(
+        [(result.run_id, result.started_at, result.files, result.records_read, result.quarantined_total,
+          result.max_event_time, result.as_of, summary)],
+        "run_id string, started_at bigint, files bigint, records_read bigint, quarantined bigint, "
+        "max_event_time bigint, as_of bigint, summary string",
+    ).select("run_id", F.timestamp_millis("started_at").alias("started_at"),
+             F.current_timestamp().alias("finished_at"),
+             "files", "records_read", "quarantined", F.timestamp_millis("max_event_time").alias("max_event_time"),
+             F.timestamp_millis("as_of").alias("as_of"), "summary")

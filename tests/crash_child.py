@@ -1,0 +1,46 @@
+"""A `correlake run` that kills its own process (SIGKILL) at a chosen point.
+
+    python crash_child.py LANDING LAKE POINT
+
+POINT: bronze (while bronze is computed), silver (while key groups are computed),
+merge (after the first gold/silver MERGE has committed, others in flight),
+commit (every table written, the run's journal not yet closed).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from correlake import lake, pipeline, routing, stages
+from correlake.session import get_spark
+
+
+def die(*_, **__):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def main(landing: str, lake_dir: str, point: str) -> None:
+    if point == "bronze":
+        stages._bronze_stats = die
+    elif point == "silver":
+        routing.key_labels = die
+    elif point == "merge":
+        real = stages.restate
+
+        def restate_then_die(*args, **kwargs):
+            real(*args, **kwargs)
+            die()
+
+        stages.restate = restate_then_die
+    elif point == "commit":
+        lake.commit = die
+    else:
+        raise SystemExit(f"unknown crash point {point}")
+    pipeline.run(get_spark(), landing, lake_dir, max_quarantine_ratio=1.0)
+    raise SystemExit("the run finished: the crash point was never reached")
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:])
