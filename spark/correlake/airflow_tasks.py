@@ -18,7 +18,7 @@ from . import stages
 from .config import state_dir, table_path
 from .gates import GateFailed
 from .parsing import BadRecord, parse_time
-from .render import summary
+from .render import findings, summary
 from .session import get_spark
 
 
@@ -47,14 +47,16 @@ def _run(context) -> dict:
 
 
 def prepare(context) -> dict | None:
+    """Plan the run (a rebuild reads bronze only); None, so the later tasks skip, when nothing is new."""
     params = context["params"]
+    rebuild = params["rebuild"]
     landing, lake = locations()
-    if not Path(landing).is_dir():
+    if not rebuild and not Path(landing).is_dir():
         raise AirflowFailException(f"landing folder {landing} does not exist (Airflow Variable correlake_landing)")
     as_of = as_of_millis(params.get("as_of"), context["dag_run"].run_type, context.get("data_interval_end"))
     print(f"landing {landing}, lake {lake}, as_of {as_of}, params {dict(params)}")
-    run_id = stages.prepare(get_spark(), landing, lake, as_of=as_of,
-                            max_quarantine_ratio=params.get("max_quarantine_ratio"), rebuild=params["rebuild"])
+    run_id = stages.prepare(get_spark(), None if rebuild else landing, lake, as_of=as_of,
+                            max_quarantine_ratio=params.get("max_quarantine_ratio"), rebuild=rebuild)
     if run_id is None:
         print("correlake: nothing new to ingest; statuses refreshed if as_of moved; the later tasks are skipped")
         return None
@@ -63,7 +65,7 @@ def prepare(context) -> dict | None:
 
 def stage(context, name: str) -> None:
     run = _run(context)
-    getattr(stages, name)(get_spark(), run["lake"], run["run_id"])
+    getattr(stages, f"{name}_stage")(get_spark(), run["lake"], run["run_id"])
 
 
 def gate(context, name: str) -> None:
@@ -84,7 +86,11 @@ def publish(context) -> dict:
     if context["params"]["dry_run"]:
         stages.discard(run["lake"], run["run_id"])
         raise AirflowSkipException(f"dry run: every gate passed; run {run['run_id']} discarded, nothing published")
-    result = stages.publish(get_spark(), run["lake"], run["run_id"])
+    try:
+        result = stages.publish(get_spark(), run["lake"], run["run_id"])
+    except stages.LakeMoved as exc:  # a retry would meet the same moved lake
+        stages.discard(run["lake"], run["run_id"])
+        raise AirflowFailException(str(exc)) from None
     for asset in context["task"].outlets:
         table = asset.name.rsplit("/", 1)[-1]
         context["outlet_events"][asset].extra = {"path": table_path(run["lake"], table), "run_id": run["run_id"]}
@@ -92,5 +98,6 @@ def publish(context) -> dict:
 
 
 def stats(context) -> None:
-    result = context["ti"].xcom_pull(task_ids="publish")
-    print(summary(stages.RunResult(**result)))
+    """The run's summary and what gold now holds."""
+    print(summary(stages.RunResult(**context["ti"].xcom_pull(task_ids="publish"))))
+    print(findings(get_spark(), _run(context)["lake"]))
