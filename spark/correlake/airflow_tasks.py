@@ -9,6 +9,7 @@ there is nothing new; the later tasks pull it from `prepare`'s XCom.
 from __future__ import annotations
 
 import dataclasses
+import logging
 from pathlib import Path
 
 from airflow.sdk import Variable
@@ -20,6 +21,8 @@ from .gates import GateFailed
 from .parsing import BadRecord, parse_time
 from .render import findings, summary
 from .session import get_spark
+
+logging.getLogger("py4j").setLevel(logging.WARNING)  # Airflow logs INFO: py4j would log every closed connection
 
 
 def locations() -> tuple[str, str]:
