@@ -1,4 +1,8 @@
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -23,11 +27,6 @@ AIRFLOW_PASSWORD = "correlake-test"
 def airflow_home(tmp_path_factory):
     """A fresh, migrated AIRFLOW_HOME (SQLite) with the project's dags/, the DAG serialized,
     user admin / AIRFLOW_PASSWORD; set in this process's environment before Airflow is imported."""
-    import json
-    import subprocess
-    import sys
-    from pathlib import Path
-
     home = tmp_path_factory.mktemp("airflow_home")
     passwords = home / "passwords.json"
     passwords.write_text(json.dumps({"admin": AIRFLOW_PASSWORD}))

@@ -22,6 +22,7 @@ from .parsing import BadRecord, parse_time
 from .render import findings, summary
 from .session import get_spark
 
+log = logging.getLogger("correlake")
 logging.getLogger("py4j").setLevel(logging.WARNING)  # Airflow logs INFO: py4j would log every closed connection
 
 
@@ -78,8 +79,10 @@ def gate(context, name: str) -> None:
         stages.check(get_spark(), run["lake"], run["run_id"], name)
     except GateFailed as exc:
         stages.discard(run["lake"], run["run_id"])
-        raise AirflowFailException(f"{exc}\nNothing of run {run['run_id']} was published; gold is unchanged.") \
-            from None
+        for line in f"FAILED — {exc}".splitlines():  # one log line per line of the report
+            log.error(line)
+        raise AirflowFailException(f"data-quality gate '{exc.gate}' failed (report above); nothing of run "
+                                   f"{run['run_id']} was published, gold is unchanged") from None
     print(f"gate {name}: passed")
 
 
