@@ -39,7 +39,8 @@ def test_dag_file_imports_fast_and_without_spark_or_gx():
     probe = json.loads(out.strip().splitlines()[-1])
     print(f"DAG import: {probe['total']:.2f} s in all, {probe['dag_file']:.2f} s for the DAG file itself")
     assert probe["heavy"] == []
-    assert probe["dag_file"] < 2.0 and probe["total"] < 15.0
+    assert probe["dag_file"] < 2.0  # the file itself, beyond importing airflow.sdk
+    assert probe["total"] < 30.0  # Airflow's default dagbag_import_timeout
 
 
 def test_dagbag_loads_the_dag_with_its_schedule_params_retries_and_assets(correlake_dag):
@@ -123,7 +124,7 @@ def test_a_failing_gate_fails_its_task_stops_the_run_and_leaves_gold_unchanged(c
     assert _gold_versions(lake) == before
     assert list(staged_runs_dir(str(lake)).iterdir()) == []
     log = capfd.readouterr()
-    assert "data-quality gate 'max_quarantine_ratio' failed" in log.out + log.err
+    assert "quarantined 1 of 11 records (9.09%) > max_quarantine_ratio 5.00%" in log.out + log.err
 
 
 def test_a_dry_run_passes_the_gates_and_publishes_nothing(correlake_dag, airflow_run, bad_landing_file):
