@@ -65,18 +65,19 @@ def bars(labels: list[str], values: list[float], *, color: str = PALETTE[0], uni
     """Horizontal bars, one per label, largest first as given; the value at the bar's end."""
     if not labels:
         return _no_data()
-    row, label_w = 22, 200
+    row, char_w, most = 22, 6.5, 44  # a label gets at most 44 characters of about 6.5 px
+    label_w = 10 + char_w * min(most, max(map(len, labels)))
     height = TOP + row * len(labels) + 8
     top = max(values) or 1
-    plot_w = WIDTH - label_w - 70
+    plot_w = WIDTH - label_w - 50
     parts = []
     for i, (label, value) in enumerate(zip(labels, values)):
         y = TOP + i * row
         w = max(1.0, plot_w * value / top)
-        short = label if len(label) <= 34 else label[:33] + "…"
-        parts.append(f'<text x="{label_w - 6}" y="{y + 14}" text-anchor="end" {FONT}>{escape(short)}'
+        short = label if len(label) <= most else label[:most - 1] + "…"
+        parts.append(f'<text x="{label_w - 6:.1f}" y="{y + 14}" text-anchor="end" {FONT}>{escape(short)}'
                      f'<title>{escape(label)}</title></text>'
-                     f'<rect class="mark" x="{label_w}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" '
+                     f'<rect class="mark" x="{label_w:.1f}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" '
                      f'fill="{color}"><title>{escape(label)}: {number(value)}{unit}</title></rect>'
                      f'<text x="{label_w + w + 4:.1f}" y="{y + 14}" {FONT}>{number(value)}{unit}</text>')
     return _frame("".join(parts), height)

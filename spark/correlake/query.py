@@ -28,6 +28,9 @@ def add_parser(sub) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from pyspark.errors import PySparkException
+    from pyspark.logger import PySparkLogger
+
     from . import catalog
     from .session import get_spark
 
@@ -38,21 +41,18 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError("give a query, or --list")
     fmt = _out_format(args.out, args.format) if args.out else None
     spark = get_spark()
+    spark_errors = PySparkLogger.getLogger("SQLQueryContextLogger")  # it would print each SQL error as JSON too
+    spark_errors.disabled = True
     try:
         catalog.register(spark, args.lake, [args.query])
         df = run(spark, args.query)
-        if args.out:
-            print(f"wrote {write(df, args.out, fmt)} rows to {args.out}")
-        else:
-            print(show(df, args.limit))
+        print(f"wrote {write(df, args.out, fmt)} rows to {args.out}" if args.out else show(df, args.limit))
     except catalog.MissingTables as exc:
         raise UsageError(str(exc)) from None
-    except Exception as exc:
-        from pyspark.errors import PySparkException
-
-        if isinstance(exc, PySparkException):
-            raise UsageError(_one_line(exc)) from None
-        raise
+    except PySparkException as exc:
+        raise UsageError(_one_line(exc)) from None
+    finally:
+        spark_errors.disabled = False
     return EXIT_OK
 
 

@@ -124,8 +124,9 @@ def render(data: dict[str, list[dict]], lake: str) -> str:
         _card("Activity per hour", "Messages published, correlations made and messages that expired unmatched "
               "(view hourly_activity).", _hourly(data["hourly"])),
         _card("Correlation latency", "Time from publishing, and from the subscription opening, to the "
-              "correlation (views correlation_latency, latency_percentiles).", _latency(data["latency"])
-              + _percentiles(data["percentiles"])),
+              "correlation (view correlation_latency).", _latency(data["latency"])),
+        _card("Latency percentiles", "The busiest process · message · subscription type pairs "
+              "(view latency_percentiles).", _percentiles(data["percentiles"]), wide=True),
         _card("Buffered backlog", "Messages in the buffer at the end of each hour, and those of them not "
               "correlated yet (view buffered_backlog).", _backlog(data["backlog"])),
         _card("Unmatched messages by name", "Expired without a correlation; → the processes listening to the "
@@ -147,8 +148,9 @@ def render(data: dict[str, list[dict]], lake: str) -> str:
         sections="".join(sections), runs=_runs(data["runs"], lake))
 
 
-def _card(title: str, about: str, body: str) -> str:
-    return f'<section class="card"><h2>{escape(title)}</h2><p class="about">{escape(about)}</p>{body}</section>'
+def _card(title: str, about: str, body: str, wide: bool = False) -> str:
+    return (f'<section class="card{" wide" if wide else ""}"><h2>{escape(title)}</h2>'
+            f'<p class="about">{escape(about)}</p>{body}</section>')
 
 
 def _kpis(totals: dict) -> str:
@@ -210,11 +212,14 @@ def _lock_waits(rows: list[dict]) -> str:
 
 
 def _percentiles(rows: list[dict]) -> str:
-    return _table(
-        ["process", "message", "type", "n", "p50 since publish", "p90", "p99", "p50 since open", "p90", "p99"],
-        [[r["bpmn_process_id"], r["message_name"], r["subscription_type"], r["correlations"],
-          *(_duration(r[f"since_published_{p}_s"]) for p in ("p50", "p90", "p99")),
-          *(_duration(r[f"since_opened_{p}_s"]) for p in ("p50", "p90", "p99"))] for r in rows])
+    def spread(r, measure):
+        values = [r[f"since_{measure}_{p}_s"] for p in ("p50", "p90", "p99")]
+        return " · ".join(map(_duration, values)) if values[0] is not None else "–"
+
+    return _table(["process", "message", "type", "correlations", "since published: p50 · p90 · p99",
+                   "since the subscription opened: p50 · p90 · p99"],
+                  [[r["bpmn_process_id"], r["message_name"], r["subscription_type"], r["correlations"],
+                    spread(r, "published"), spread(r, "opened")] for r in rows])
 
 
 def _duplicates(rows: list[dict]) -> str:
@@ -301,7 +306,7 @@ main {{ max-width: 1140px; margin: 0 auto; padding: 16px; }}
 .grid {{ display: grid; grid-template-columns: repeat(auto-fill, minmax(540px, 1fr)); gap: 16px; }}
 .card {{ background: #fff; border-radius: 6px; padding: 12px 14px; box-shadow: 0 1px 2px #0002; overflow-x: auto; }}
 .card h2 {{ font-size: 16px; margin: 0 0 2px; }} .about {{ color: #666; margin: 0 0 8px; font-size: 12px; }}
-.wide {{ margin-top: 16px; }}
+.grid .wide {{ grid-column: 1 / -1; }} main > .wide {{ margin-top: 16px; }}
 table {{ border-collapse: collapse; font-size: 12px; margin-top: 8px; }}
 th, td {{ padding: 3px 8px; border-bottom: 1px solid #eee; text-align: left; white-space: nowrap; }}
 td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
