@@ -39,6 +39,8 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.query:
         raise UsageError("give a query, or --list")
+    if args.limit < 1:
+        raise UsageError("--limit must be at least 1")
     fmt = _out_format(args.out, args.format) if args.out else None
     spark = get_spark()
     spark_errors = PySparkLogger.getLogger("SQLQueryContextLogger")  # it would print each SQL error as JSON too
@@ -95,7 +97,8 @@ def _writes(spark, plan) -> bool:
 def show(df, limit: int) -> str:
     """The first `limit` rows as an aligned text table, and how many were left out."""
     table = df.limit(limit + 1).toArrow()
-    rows = [[_cell(v) for v in row.values()] for row in table.slice(0, limit).to_pylist()]
+    shown = table.slice(0, limit)
+    rows = [list(map(_cell, values)) for values in zip(*(column.to_pylist() for column in shown.columns))]
     numeric = [_is_number(t) for t in table.schema.types]
     widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(table.column_names)]
 
