@@ -1,4 +1,4 @@
-"""The `correlake` command line: run, rebuild, demo."""
+"""The `correlake` command line: run, rebuild, demo, sql, report."""
 
 from __future__ import annotations
 
@@ -59,6 +59,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--dir", default=str(state_dir() / "demo"), help="demo folder (landing/ and lake/)")
     demo.add_argument("--hours", type=int, default=3, help="hours of sample traffic")
     demo.add_argument("--seed", type=int, default=7)
+    from . import query, report  # analyst commands: each sets its `func`
+
+    query.add_parser(sub)
+    report.add_parser(sub)
     return parser
 
 
@@ -122,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in ("run", "rebuild"):
             return cmd_run(args)
+        if "func" in args:
+            return args.func(args)
         return cmd_demo(args)
     except UsageError as exc:
         print(f"correlake: {exc}", file=sys.stderr)
