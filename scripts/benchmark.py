@@ -86,6 +86,22 @@ def floor_seconds(spark, landing: Path, target: Path) -> float:
     return time.perf_counter() - start
 
 
+def jvm_peak_rss_mb(spark) -> int:
+    """Peak resident memory (VmHWM) of the Spark JVM."""
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1]) // 1024
+
+
+def files_per_table(spark, lake: Path) -> dict:
+    """Active data files of every lake table (Delta's DESCRIBE DETAIL)."""
+    from correlake import lake as lake_io
+    from correlake.config import TABLES, table_path
+
+    return {name: spark.sql(f"DESCRIBE DETAIL delta.`{table_path(lake, name)}`").first()["numFiles"]
+            for name in TABLES if lake_io.is_table(table_path(lake, name))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=100_000)
@@ -124,10 +140,15 @@ def main() -> None:
     report["runs"] = runs
     report["floor_s"] = round(floor_seconds(spark, landing, out / "floor"), 1)
     report["records_per_s_first_run"] = round((args.messages + args.events) / runs[0]["total_s"])
-    report["driver_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    report["python_driver_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    report["jvm_peak_rss_mb"] = jvm_peak_rss_mb(spark)  # local mode: the driver and its executors
+    report["files_per_table"] = files_per_table(spark, lake)
     (out / "report.json").write_text(json.dumps(report, indent=2))
     lines = [f"# correlake benchmark: {args.messages} messages + {args.events} events ({args.skew})", "",
-             f"Spark start {report['spark_start_s']} s; floor (read JSON, write Delta once) {report['floor_s']} s", "",
+             f"Spark start {report['spark_start_s']} s; floor (read JSON, write Delta once) {report['floor_s']} s; "
+             f"peak RSS: Spark JVM {report['jvm_peak_rss_mb']} MB, Python driver "
+             f"{report['python_driver_peak_rss_mb']} MB", "",
+             f"Active files per table: {report['files_per_table']}", "",
              "| run | total s | stages |", "|---|---|---|"]
     for r in runs:
         stages = ", ".join(f"{k} {v}" for k, v in r.items() if k not in ("run", "total_s"))
