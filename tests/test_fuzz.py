@@ -178,7 +178,8 @@ def write_run(landing: FuzzLanding, tag: str, files: int) -> None:
             landing.write(stream, f"{tag}/part-{i:02d}" + (".jsonl.gz" if kinds[i % 4].startswith("gz") else ".jsonl"),
                           landing.rng.randrange(20, 120), kinds[i % 4])
         landing.write_special(stream, tag)
-    landing.write("messages", f"{tag}/with space é.jsonl", 30)
+    landing.write("messages", f"{tag}/odd name é #[1]{{a,b}}*?.jsonl", 30)  # a name, not a glob pattern
+    landing.write("workflow_events", f"{tag}/2026-01-01T00:00:00Z.jsonl", 30)
     landing.settle()
 
 
