@@ -1,5 +1,5 @@
 # The README's commands. Each does the set-up it needs first (idempotent).
-.PHONY: setup demo test test-fast
+.PHONY: setup demo test test-fast airflow
 
 setup:
 	@bash scripts/setup.sh
@@ -12,3 +12,6 @@ test: setup
 
 test-fast: setup
 	@.venv/bin/python -m pytest -m "not slow"
+
+airflow:
+	@bash scripts/airflow.sh

@@ -1,4 +1,8 @@
+import json
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -25,3 +29,50 @@ def demo_lake(spark, tmp_path_factory):
     write_demo_landing(root / "landing", hours=1)
     pipeline.run(spark, str(root / "landing"), str(root / "lake"))
     return str(root / "lake")
+
+
+# -- Airflow (tests/test_airflow_*.py) -------------------------------------------------
+AIRFLOW_PASSWORD = "correlake-test"
+
+
+@pytest.fixture(scope="session")
+def airflow_home(tmp_path_factory):
+    """A fresh, migrated AIRFLOW_HOME (SQLite) with the project's dags/, the DAG serialized,
+    user admin / AIRFLOW_PASSWORD; set in this process's environment before Airflow is imported."""
+    home = tmp_path_factory.mktemp("airflow_home")
+    passwords = home / "passwords.json"
+    passwords.write_text(json.dumps({"admin": AIRFLOW_PASSWORD}))
+    os.environ.update({
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(Path(__file__).resolve().parents[1] / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
+        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
+    })
+    airflow = str(Path(sys.executable).with_name("airflow"))
+    for command in (["db", "migrate"], ["dags", "reserialize"]):
+        subprocess.run([airflow, *command], check=True, capture_output=True)
+    return home
+
+
+@pytest.fixture(scope="session")
+def correlake_dag(airflow_home):
+    """The DAG object of dags/correlake_hourly.py, as Airflow's DagBag loads it."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
+    assert bag.import_errors == {}
+    return bag.dags["correlake_hourly"]
+
+
+@pytest.fixture(scope="session")
+def airflow_run(spark, correlake_dag, tmp_path_factory):
+    """One successful `dag.test()` run on a small demo landing: (dag run, landing, lake).
+    Its tasks run in this process, on the test session's SparkSession."""
+    from correlake.demo import write_demo_landing
+
+    root = tmp_path_factory.mktemp("airflow_run")
+    landing, lake = root / "landing", root / "lake"
+    write_demo_landing(landing, hours=1, orders_per_hour=30)
+    os.environ.update({"AIRFLOW_VAR_CORRELAKE_LANDING": str(landing), "AIRFLOW_VAR_CORRELAKE_LAKE": str(lake)})
+    return correlake_dag.test(), landing, lake

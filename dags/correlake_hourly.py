@@ -1,0 +1,63 @@
+"""correlake, hourly: prepare → bronze → gate → silver → gate → gold → gate → publish → stats.
+
+Thin on purpose: nothing of Spark or Great Expectations is imported when the scheduler
+parses this file. Each task runs one function of `correlake.airflow_tasks`, imported
+when the task runs, which calls the same `correlake.stages` as the CLI.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from airflow.sdk import Asset, CronDataIntervalTimetable, Param, chain, dag, get_current_context, task
+
+GOLD_TABLES = ("correlations", "messages", "subscriptions", "message_started_instances")
+GOLD_ASSETS = [Asset(name=f"correlake/gold/{table}", group="correlake") for table in GOLD_TABLES]
+STAGES = ("bronze", "silver", "gold")
+ISO_WITH_OFFSET = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}([.,]\d+)?)?([Zz]|[+-]\d{2}:?\d{2})$"
+
+
+def _call(function: str, *args):
+    """Run `correlake.airflow_tasks.<function>(context, *args)`."""
+    from correlake import airflow_tasks
+
+    return getattr(airflow_tasks, function)(get_current_context(), *args)
+
+
+step = task(_call)
+
+
+@dag(
+    dag_id="correlake_hourly",
+    description="Correlate messages with workflow subscriptions: landing → bronze → silver → gold",
+    schedule=CronDataIntervalTimetable("0 * * * *", timezone="UTC"),
+    start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
+    catchup=False,
+    max_active_runs=1,
+    default_args={"retries": 2, "retry_delay": timedelta(seconds=30), "retry_exponential_backoff": 2.0,
+                  "max_retry_delay": timedelta(minutes=10)},
+    params={
+        "as_of": Param(None, type=["null", "string"], pattern=ISO_WITH_OFFSET,
+                       description="Evaluate statuses at this time, ISO-8601 with an offset. Empty: a scheduled "
+                                   "run's data interval end; a manual run's latest event time."),
+        "rebuild": Param(False, type="boolean", description="Full rebuild of silver and gold from bronze."),
+        "max_quarantine_ratio": Param(None, type=["null", "number"], minimum=0, maximum=1,
+                                      description="Fail the bronze gate above this share of quarantined "
+                                                  "records. Empty: the configured default (0.01)."),
+        "dry_run": Param(False, type="boolean",
+                         description="Run every stage and gate, publish nothing."),
+    },
+    tags=["correlake"],
+    doc_md=__doc__,
+)
+def correlake_hourly():
+    tasks = [task.short_circuit(_call).override(task_id="prepare")("prepare")]
+    for stage in STAGES:
+        tasks.append(step.override(task_id=stage)("stage", stage))
+        tasks.append(step.override(task_id=f"gate_{stage}", retries=0)("gate", stage))
+    tasks.append(step.override(task_id="publish", outlets=GOLD_ASSETS)("publish"))
+    tasks.append(step.override(task_id="stats")("stats"))
+    chain(*tasks)
+
+
+correlake_hourly()

@@ -1,0 +1,109 @@
+"""The bodies of the Airflow DAG's tasks (`dags/correlake_hourly.py`): each resolves the
+run's settings from the Airflow context and calls `correlake.stages`, as the CLI does.
+
+Imported only inside running tasks, so the DAG file stays free of Spark and GX.
+`prepare` returns the run's handle (`{"run_id", "lake"}`, pushed to XCom) or None when
+there is nothing new; the later tasks pull it from `prepare`'s XCom.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+from airflow.sdk import Variable
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from . import stages
+from .config import state_dir, table_path
+from .gates import GateFailed
+from .parsing import BadRecord, parse_time
+from .render import findings, summary
+from .session import get_spark
+
+log = logging.getLogger("correlake")
+logging.getLogger("py4j").setLevel(logging.WARNING)  # Airflow logs INFO: py4j would log every closed connection
+
+
+def locations() -> tuple[str, str]:
+    """(landing, lake): the Airflow Variables `correlake_landing`, `correlake_lake`, or the defaults."""
+    landing = Variable.get("correlake_landing", default=str(state_dir() / "demo" / "landing"))
+    lake = Variable.get("correlake_lake", default=str(state_dir() / "airflow" / "lake"))
+    return str(Path(landing).resolve()), str(Path(lake).resolve())
+
+
+def as_of_millis(as_of: str | None, run_type: str, data_interval_end) -> int | None:
+    """The run's `as_of`: the param if given, else a scheduled run's data interval end,
+    else None (a manual run evaluates statuses at the latest event time, as the CLI does)."""
+    if as_of:
+        try:
+            return parse_time(as_of, "as_of")
+        except BadRecord as exc:
+            raise AirflowFailException(f"param as_of: {exc} (use ISO-8601 with an offset)") from None
+    if run_type == "scheduled" and data_interval_end is not None:
+        return int(data_interval_end.timestamp() * 1000)
+    return None
+
+
+def _run(context) -> dict:
+    return context["ti"].xcom_pull(task_ids="prepare")
+
+
+def prepare(context) -> dict | None:
+    """Plan the run (a rebuild reads bronze only); None, so the later tasks skip, when nothing is new."""
+    params = context["params"]
+    rebuild = params["rebuild"]
+    landing, lake = locations()
+    if not rebuild and not Path(landing).is_dir():
+        raise AirflowFailException(f"landing folder {landing} does not exist (Airflow Variable correlake_landing)")
+    as_of = as_of_millis(params.get("as_of"), context["dag_run"].run_type, context.get("data_interval_end"))
+    print(f"landing {landing}, lake {lake}, as_of {as_of}, params {dict(params)}")
+    run_id = stages.prepare(get_spark(), None if rebuild else landing, lake, as_of=as_of,
+                            max_quarantine_ratio=params.get("max_quarantine_ratio"), rebuild=rebuild)
+    if run_id is None:
+        print("correlake: nothing new to ingest; statuses refreshed if as_of moved; the later tasks are skipped")
+        return None
+    return {"run_id": run_id, "lake": lake}
+
+
+def stage(context, name: str) -> None:
+    run = _run(context)
+    getattr(stages, f"{name}_stage")(get_spark(), run["lake"], run["run_id"])
+
+
+def gate(context, name: str) -> None:
+    """Pass the gate, or fail the task for good (no retry: bad data stays bad) and drop the run."""
+    run = _run(context)
+    try:
+        stages.check(get_spark(), run["lake"], run["run_id"], name)
+    except GateFailed as exc:
+        stages.discard(run["lake"], run["run_id"])
+        for line in f"FAILED — {exc}".splitlines():  # one log line per line of the report
+            log.error(line)
+        raise AirflowFailException(f"data-quality gate '{exc.gate}' failed (report above); nothing of run "
+                                   f"{run['run_id']} was published, gold is unchanged") from None
+    print(f"gate {name}: passed")
+
+
+def publish(context) -> dict:
+    """Commit the run to the lake (or, in a dry run, drop it and skip); tag the gold asset events."""
+    run = _run(context)
+    if context["params"]["dry_run"]:
+        stages.discard(run["lake"], run["run_id"])
+        raise AirflowSkipException(f"dry run: every gate passed; run {run['run_id']} discarded, nothing published")
+    try:
+        result = stages.publish(get_spark(), run["lake"], run["run_id"])
+    except stages.LakeMoved as exc:  # a retry would meet the same moved lake
+        stages.discard(run["lake"], run["run_id"])
+        raise AirflowFailException(str(exc)) from None
+    for asset in context["task"].outlets:
+        table = asset.name.rsplit("/", 1)[-1]
+        context["outlet_events"][asset].extra = {"path": table_path(run["lake"], table), "run_id": run["run_id"]}
+    return dataclasses.asdict(result)
+
+
+def stats(context) -> None:
+    """The run's summary and what gold now holds."""
+    print(summary(stages.RunResult(**context["ti"].xcom_pull(task_ids="publish"))))
+    print(findings(get_spark(), _run(context)["lake"]))

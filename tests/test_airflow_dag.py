@@ -1,0 +1,138 @@
+"""The Airflow DAG `correlake_hourly`: a thin file that parses fast without Spark, the
+expected shape, `dag.test()` end to end equal to the CLI, a failing gate that stops the
+run with gold unchanged, a dry run that publishes nothing."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from correlake import cli
+from correlake.config import GOLD_TABLES, table_path
+from correlake.lake import version
+from correlake.stages import staged_runs_dir
+from helpers import read_gold, write_jsonl
+
+DAG_FILE = Path(__file__).resolve().parents[1] / "dags" / "correlake_hourly.py"
+TASKS = ["prepare", "bronze", "gate_bronze", "silver", "gate_silver", "gold", "gate_gold", "publish", "stats"]
+
+IMPORT_PROBE = f"""
+import importlib.util, json, sys, time
+start = time.perf_counter()
+import airflow.sdk
+sdk = time.perf_counter()
+spec = importlib.util.spec_from_file_location("correlake_hourly", {str(DAG_FILE)!r})
+spec.loader.exec_module(importlib.util.module_from_spec(spec))
+end = time.perf_counter()
+heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "great_expectations", "correlake", "pandas"))
+print(json.dumps({{"total": end - start, "dag_file": end - sdk, "heavy": heavy}}))
+"""
+
+
+def test_dag_file_imports_fast_and_without_spark_or_gx():
+    out = subprocess.run([sys.executable, "-c", IMPORT_PROBE], check=True, capture_output=True, text=True).stdout
+    probe = json.loads(out.strip().splitlines()[-1])
+    print(f"DAG import: {probe['total']:.2f} s in all, {probe['dag_file']:.2f} s for the DAG file itself")
+    assert probe["heavy"] == []
+    assert probe["dag_file"] < 2.0  # the file itself, beyond importing airflow.sdk
+    assert probe["total"] < 30.0  # Airflow's default dagbag_import_timeout
+
+
+def test_dagbag_loads_the_dag_with_its_schedule_params_retries_and_assets(correlake_dag):
+    """(The fixture loads dags/ with Airflow's DagBag and asserts no import errors.)"""
+    from airflow.sdk import CronDataIntervalTimetable
+
+    dag = correlake_dag
+    assert [t.task_id for t in dag.topological_sort()] == TASKS
+    for upstream, downstream in zip(TASKS, TASKS[1:]):
+        assert dag.get_task(downstream).upstream_task_ids == {upstream}
+    assert isinstance(dag.timetable, CronDataIntervalTimetable) and dag.timetable.expression == "0 * * * *"
+    assert (dag.catchup, dag.max_active_runs) == (False, 1)
+    assert set(dag.params) == {"as_of", "rebuild", "max_quarantine_ratio", "dry_run"}
+    for task in dag.tasks:
+        gate = task.task_id.startswith("gate_")
+        assert task.retries == (0 if gate else 2)
+        assert gate or task.retry_exponential_backoff > 1
+    assert [a.name for a in dag.get_task("publish").outlets] == [f"correlake/gold/{t}" for t in GOLD_TABLES]
+
+
+def test_as_of_is_the_param_else_a_scheduled_runs_interval_end_else_the_cli_default():
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from correlake.airflow_tasks import as_of_millis
+
+    end = datetime(2026, 11, 2, 10, tzinfo=timezone.utc)
+    assert as_of_millis(None, "scheduled", end) == int(end.timestamp() * 1000)
+    assert as_of_millis(None, "manual", None) is None
+    assert as_of_millis("2026-11-02T11:00:00+01:00", "scheduled", end) == int(end.timestamp() * 1000)
+    with pytest.raises(AirflowFailException, match="as_of"):
+        as_of_millis("2026-11-02T25:00:00Z", "manual", None)
+
+
+# -- dag.test(): tasks run in this process, on the test session's SparkSession ---------------
+def _states(run) -> dict[str, str]:
+    return {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
+
+
+def _sorted(gold: dict[str, list[dict]]) -> dict[str, list[str]]:
+    return {table: sorted(json.dumps(row, sort_keys=True, default=str) for row in rows) for table, rows in gold.items()}
+
+
+def _gold_versions(lake: Path) -> dict[str, int]:
+    return {t: version(table_path(lake, t)) for t in GOLD_TABLES}
+
+
+def test_dag_test_runs_every_task_and_its_gold_equals_the_clis(spark, airflow_run, tmp_path):
+    from airflow.models.asset import AssetEvent
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    run, landing, lake = airflow_run
+    assert set(_states(run).values()) == {"success"}
+    assert cli.main(["run", "--landing", str(landing), "--lake", str(tmp_path / "cli_lake")]) == 0
+    assert _sorted(read_gold(spark, str(lake))) == _sorted(read_gold(spark, str(tmp_path / "cli_lake")))
+    with create_session() as session:
+        events = session.scalars(select(AssetEvent).where(AssetEvent.source_run_id == run.run_id)).all()
+        assert sorted(e.extra["path"] for e in events) == sorted(table_path(lake, t) for t in GOLD_TABLES)
+
+
+@pytest.fixture
+def bad_landing_file(airflow_run):
+    """A new landing file of 10 messages and 1 broken line (9 % quarantined); removed afterwards."""
+    _, landing, _ = airflow_run
+    good = [{"position": 900_000 + i, "tenant_id": "shop-eu", "name": "payment-reminder", "correlation_key": f"x-{i}",
+             "published_at": "2026-11-02T11:30:00Z", "ttl_ms": 0} for i in range(10)]
+    path = write_jsonl(landing / "messages" / "late" / "bad.jsonl", [*good, '{"position": 900100, "name": '])
+    yield path
+    path.unlink()
+
+
+def test_a_failing_gate_fails_its_task_stops_the_run_and_leaves_gold_unchanged(correlake_dag, airflow_run,
+                                                                                  bad_landing_file, capfd):
+    _, _, lake = airflow_run
+    before = _gold_versions(lake)
+    run = correlake_dag.test(run_conf={"max_quarantine_ratio": 0.05})
+    states = _states(run)
+    assert str(run.state) == "failed"
+    assert states["prepare"] == states["bronze"] == "success" and states["gate_bronze"] == "failed"
+    assert {states[t] for t in TASKS[3:]} == {"upstream_failed"}
+    assert _gold_versions(lake) == before
+    assert list(staged_runs_dir(str(lake)).iterdir()) == []
+    log = capfd.readouterr()
+    assert "quarantined 1 of 11 records (9.09%) > max_quarantine_ratio 5.00%" in log.out + log.err
+
+
+def test_a_dry_run_passes_the_gates_and_publishes_nothing(correlake_dag, airflow_run, bad_landing_file):
+    _, _, lake = airflow_run
+    before = _gold_versions(lake)
+    run = correlake_dag.test(run_conf={"dry_run": True, "max_quarantine_ratio": 0.5})
+    states = _states(run)
+    assert all(states[t] == "success" for t in TASKS[:7])
+    assert states["publish"] == states["stats"] == "skipped"
+    assert _gold_versions(lake) == before
+    assert list(staged_runs_dir(str(lake)).iterdir()) == []
