@@ -11,70 +11,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import random
 import resource
 import shutil
 import time
 from pathlib import Path
-
-BASE_MS = 1_790_000_000_000
-
-
-def _keys(rng: random.Random, n: int, skew: str, count: int) -> list[str]:
-    if skew == "uniform":
-        return [f"k{rng.randrange(count)}" for _ in range(n)]
-    if skew == "hot":
-        return ["hot" if rng.random() < 0.05 else f"k{rng.randrange(count)}" for _ in range(n)]
-    weights = [1 / (i + 1) ** 1.1 for i in range(count)]  # Zipf(1.1)
-    return [f"k{i}" for i in rng.choices(range(count), weights=weights, k=n)]
-
-
-def generate(landing: Path, messages: int, events: int, skew: str, seed: int = 1, files: int = 8,
-             first_position: int = 1, start_ms: int = BASE_MS) -> None:
-    """Catch subscriptions (with ends and lefts) and publishes over a key space; deployments with start events."""
-    rng = random.Random(seed)
-    key_count = max(messages // 4, 1)
-    pos = first_position
-    msg_rows, ev_rows = [], []
-    if first_position == 1:
-        for p in ("order", "billing"):
-            ev_rows.append({"position": pos, "type": "PROCESS_DEPLOYED", "timestamp": start_ms - 1, "bpmn_process_id": p,
-                            "process_version": 1, "message_start_events": ["start"] if p == "order" else []})
-            pos += 1
-    span = 3_600_000
-    for i, key in enumerate(_keys(rng, messages, skew, key_count)):
-        name = "start" if rng.random() < 0.1 else rng.choice(["pay", "ship", "cancel"])
-        m = {"position": pos, "name": name, "correlation_key": key, "published_at": start_ms + rng.randrange(span),
-             "ttl_ms": rng.choice([0, 60_000, 3_600_000])}
-        if rng.random() < 0.1:
-            m["message_id"] = f"id{i % 1000}"
-        msg_rows.append(m)
-        pos += 1
-    keys = _keys(rng, events // 3 + 1, skew, key_count)  # an element instance's subscriptions share a key
-    for i in range(events):
-        key = keys[i // 3]
-        t = start_ms + rng.randrange(span)
-        r = rng.random()
-        eik = f"e{first_position}-{i // 3}"
-        if r < 0.7:
-            ev_rows.append({"position": pos, "type": "SUBSCRIPTION_OPENED", "timestamp": t,
-                            "bpmn_process_id": rng.choice(["order", "billing"]), "process_instance_key": f"p{eik}",
-                            "element_instance_key": eik, "element_type": rng.choice(
-                                ["INTERMEDIATE_CATCH_EVENT", "RECEIVE_TASK", "BOUNDARY_EVENT"]),
-                            "message_name": rng.choice(["pay", "ship", "cancel"]), "correlation_key": key,
-                            "interrupting": rng.random() < 0.8})
-        elif r < 0.85:
-            ev_rows.append({"position": pos, "type": "ELEMENT_LEFT", "timestamp": t, "element_instance_key": eik})
-        else:
-            ev_rows.append({"position": pos, "type": "INSTANCE_ENDED", "timestamp": t,
-                            "process_instance_key": f"p{eik}"})
-        pos += 1
-    for stream, rows in (("messages", msg_rows), ("workflow_events", ev_rows)):
-        folder = landing / stream / f"batch-{first_position}"
-        folder.mkdir(parents=True, exist_ok=True)
-        for f in range(files):
-            with open(folder / f"part-{f}.jsonl", "w") as out:
-                out.writelines(json.dumps(r) + "\n" for r in rows[f::files])
 
 
 def floor_seconds(spark, landing: Path, target: Path) -> float:
@@ -84,6 +24,22 @@ def floor_seconds(spark, landing: Path, target: Path) -> float:
         (spark.read.json(str(landing / stream / "*" / "*.jsonl")).write.format("delta").mode("overwrite")
          .save(str(target / stream)))
     return time.perf_counter() - start
+
+
+def jvm_peak_rss_mb(spark) -> int:
+    """Peak resident memory (VmHWM) of the Spark JVM."""
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1]) // 1024
+
+
+def files_per_table(spark, lake: Path) -> dict:
+    """Active data files of every lake table (Delta's DESCRIBE DETAIL)."""
+    from correlake import lake as lake_io
+    from correlake.config import TABLES, table_path
+
+    return {name: spark.sql(f"DESCRIBE DETAIL delta.`{table_path(lake, name)}`").first()["numFiles"]
+            for name in TABLES if lake_io.is_table(table_path(lake, name))}
 
 
 def main() -> None:
@@ -96,6 +52,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from correlake import pipeline
+    from correlake.workload import generate
     from correlake.session import get_spark
 
     out = Path(args.out)
@@ -124,10 +81,15 @@ def main() -> None:
     report["runs"] = runs
     report["floor_s"] = round(floor_seconds(spark, landing, out / "floor"), 1)
     report["records_per_s_first_run"] = round((args.messages + args.events) / runs[0]["total_s"])
-    report["driver_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    report["python_driver_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    report["jvm_peak_rss_mb"] = jvm_peak_rss_mb(spark)  # local mode: the driver and its executors
+    report["files_per_table"] = files_per_table(spark, lake)
     (out / "report.json").write_text(json.dumps(report, indent=2))
     lines = [f"# correlake benchmark: {args.messages} messages + {args.events} events ({args.skew})", "",
-             f"Spark start {report['spark_start_s']} s; floor (read JSON, write Delta once) {report['floor_s']} s", "",
+             f"Spark start {report['spark_start_s']} s; floor (read JSON, write Delta once) {report['floor_s']} s; "
+             f"peak RSS: Spark JVM {report['jvm_peak_rss_mb']} MB, Python driver "
+             f"{report['python_driver_peak_rss_mb']} MB", "",
+             f"Active files per table: {report['files_per_table']}", "",
              "| run | total s | stages |", "|---|---|---|"]
     for r in runs:
         stages = ", ".join(f"{k} {v}" for k, v in r.items() if k not in ("run", "total_s"))

@@ -19,6 +19,18 @@ def spark():
     session.stop()
 
 
+@pytest.fixture(scope="session")
+def demo_lake(spark, tmp_path_factory):
+    """A lake from one real pipeline run over an hour of the demo landing (the analyst tests read it)."""
+    from correlake import pipeline
+    from correlake.demo import write_demo_landing
+
+    root = tmp_path_factory.mktemp("demo")
+    write_demo_landing(root / "landing", hours=1)
+    pipeline.run(spark, str(root / "landing"), str(root / "lake"))
+    return str(root / "lake")
+
+
 # -- Airflow (tests/test_airflow_*.py) -------------------------------------------------
 AIRFLOW_PASSWORD = "correlake-test"
 

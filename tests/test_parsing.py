@@ -82,6 +82,14 @@ def test_equal_as_parsed_json_is_the_same_record():
     (msg(variables=[1]), "wrong type of variables"),
     (msg(tenant_id=3), "wrong type of tenant_id"),
     (json.dumps({k: v for k, v in MSG.items() if k != "name"}).encode(), "missing field name"),
+    (msg(variables={"x": "\ud800"}), "invalid JSON: unpaired surrogate escape"),  # was a crash
+    (msg(name="\udfff"), "invalid JSON: unpaired surrogate escape"),
+    (msg().replace(b'"name"', b'"v": 1e400, "name"'), "number out of range: 1e400"),  # was "Infinity" in gold
+    (msg(published_at="9999-12-31T23:59:59-01:00"), "published_at out of range"),  # was an OverflowError
+    (msg(published_at="0001-01-01T00:00:00+01:00"), "published_at out of range"),
+    (msg(published_at="2026-01-01T00:00:00+24:00"), "unparseable timestamp in published_at: offset out of range"),
+    (msg(published_at="\u0662\u0660\u0662\u0666-01-01T00:00:00Z"), "unparseable timestamp in published_at"),
+    (msg(variables={"a": None}).replace(b"null", b"[" * 5000 + b"]" * 5000), "invalid JSON: maximum recursion depth"),
 ])
 def test_message_quarantine_reasons(raw, reason):
     assert bad("messages", raw).startswith(reason)

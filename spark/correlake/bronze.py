@@ -6,6 +6,7 @@ Pure DataFrame functions; reading and writing tables is in `lake.py`.
 from __future__ import annotations
 
 import gzip
+import re
 import zlib
 
 import pyarrow as pa
@@ -19,6 +20,15 @@ from .schemas import PARSED, STREAM_FIELDS, STREAM_TIME
 from .sequential import to_batches
 
 _PARSED_ARROW = to_arrow_schema(PARSED)
+# Landing files are read as they are, without Hadoop's checksum files, whose paths it
+# cannot build for names with a colon (`2026-01-01T00:00:00Z.jsonl`).
+_READ_OPTIONS = {"fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem", "fs.file.impl.disable.cache": "true"}
+_GLOB_CHARS = re.compile(r"([\\\[\]{}*?])")
+
+
+def _literal(path: str) -> str:
+    """The path with Hadoop's glob characters escaped: `a[1].jsonl` is that file, not `a1.jsonl`."""
+    return _GLOB_CHARS.sub(r"\\\1", path)
 
 
 def split_lines(path: str, content: bytes) -> list[bytes]:
@@ -66,8 +76,8 @@ def parse_landing(spark: SparkSession, files: list[LandingFile]) -> DataFrame:
                     yield from parse_file(stream_of[path], path, item["content"])
         yield from to_batches(rows(), _PARSED_ARROW)
 
-    paths = [f"file://{f.path}" for f in files]
-    return (spark.read.format("binaryFile").load(paths)
+    paths = [f"file://{_literal(f.path)}" for f in files]
+    return (spark.read.format("binaryFile").options(**_READ_OPTIONS).load(paths)
             .select("path", "content")
             .mapInArrow(run, PARSED))
 

@@ -1,4 +1,4 @@
-"""The `correlake` command line: run, rebuild, demo."""
+"""The `correlake` command line: run, rebuild, demo, maintain, sql, report."""
 
 from __future__ import annotations
 
@@ -34,6 +34,16 @@ def _ratio(text: str) -> float:
     return value
 
 
+def _hours(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError("must be a number of hours, 0 or more")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="correlake", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -59,6 +69,19 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--dir", default=str(state_dir() / "demo"), help="demo folder (landing/ and lake/)")
     demo.add_argument("--hours", type=int, default=3, help="hours of sample traffic")
     demo.add_argument("--seed", type=int, default=7)
+
+    maintain = sub.add_parser("maintain", help="compact, purge deletion vectors, vacuum and checkpoint every table")
+    maintain.add_argument("--lake", required=True, help="lake folder (Delta tables)")
+    maintain.add_argument("--retain-hours", type=_hours, default=None,
+                          help="VACUUM retention (default: Delta's 168 h; a smaller value overrides its check)")
+    maintain.add_argument("--dry-run", action="store_true", help="change nothing; report what VACUUM would delete")
+    maintain.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+                          help="wait this long for a run holding the lake's lock")
+
+    from . import query, report  # analyst commands: each sets its `func`
+
+    query.add_parser(sub)
+    report.add_parser(sub)
     return parser
 
 
@@ -122,6 +145,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in ("run", "rebuild"):
             return cmd_run(args)
+        if args.command == "maintain":
+            from .maintain import command
+
+            return command(args)
+        if "func" in args:
+            return args.func(args)
         return cmd_demo(args)
     except UsageError as exc:
         print(f"correlake: {exc}", file=sys.stderr)

@@ -8,6 +8,8 @@
   `payment-received`: one payment correlates once to each process.
 - Producers retry (same `message_id`), re-deliver files (exact replays), send
   numeric keys, and a few lines are broken.
+- Every 25th order is placed again (same key, new id) a few minutes later: while
+  the first instance is active the second waits behind the start-event lock.
 """
 
 from __future__ import annotations
@@ -64,6 +66,8 @@ def _order(world: _World, tenant: str, order_no: int, t: datetime) -> None:
                            amount=round(rng.uniform(5, 500), 2))
     if rng.random() < 0.05:  # producer retry: same id, rejected as a duplicate
         world.publish(t + timedelta(seconds=2), tenant, "order-placed", key, message_id=f"op-{order_no}")
+    if order_no % 25 == 0:  # placed again: waits for the lock (no rng draw: the rest of the world is unchanged)
+        world.publish(t + timedelta(minutes=3), tenant, "order-placed", key, message_id=f"op-{order_no}-again")
     instance = f"msg-start:order:{placed['position']}"
     opened = t + timedelta(milliseconds=rng.randint(200, 900))
     task = f"{instance}/pay"

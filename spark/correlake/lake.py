@@ -59,13 +59,12 @@ def overwrite(df: DataFrame, lake: str, name: str, run_id: str) -> None:
        .save(table_path(lake, name)))
 
 
-def ensure(spark: SparkSession, lake: str, name: str, schema: StructType) -> str:
-    """Create the table (empty, deletion vectors on) if it does not exist; return its path."""
-    path = table_path(lake, name)
-    if not is_table(path):
-        (spark.createDataFrame([], schema).write.format("delta")
-         .option("delta.enableDeletionVectors", "true").save(path))
-    return path
+def create(df: DataFrame, lake: str, name: str, run_id: str) -> None:
+    """Create the table with `df` as its first version (deletion vectors on, for MERGEs)."""
+    (df.write.format("delta")
+       .option("delta.enableDeletionVectors", "true")
+       .option("userMetadata", run_id)
+       .save(table_path(lake, name)))
 
 
 # -- the run lock --------------------------------------------------------------------

@@ -22,7 +22,8 @@ EVENT_TYPES = frozenset({"PROCESS_DEPLOYED", "SUBSCRIPTION_OPENED", "ELEMENT_LEF
 
 _ISO = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?"
-    r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))"
+    r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))",
+    re.ASCII,
 )
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 MAX_MILLIS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
@@ -38,6 +39,13 @@ class BadRecord(ValueError):
 
 def _reject_constant(name: str):
     raise ValueError(f"{name} is not valid JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400: no JSON text can hold it again
+        raise BadRecord(f"number out of range: {text[:40]}")
+    return value
 
 
 def _is_int(value) -> bool:
@@ -59,13 +67,18 @@ def parse_time(value, field: str) -> int:
                                  tzinfo=timezone.utc)
             except ValueError as exc:
                 raise BadRecord(f"unparseable timestamp in {field}: {exc}") from None
+            if not zulu and (int(oh) > 23 or int(om) > 59):
+                raise BadRecord(f"unparseable timestamp in {field}: offset out of range")
             offset = timedelta(0) if zulu else timedelta(hours=int(oh), minutes=int(om))
             if sign == "-":
                 offset = -offset
             millis = int((frac or "0")[:3].ljust(3, "0"))
-            delta = local - offset - _EPOCH
-            return (delta.days * 86_400 + delta.seconds) * 1000 + millis
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}([.,]\d+)?)?", value.strip()):
+            delta = local - _EPOCH - offset  # timedeltas: no overflow at the calendar's ends
+            result = (delta.days * 86_400 + delta.seconds) * 1000 + millis
+            if not MIN_MILLIS <= result <= MAX_MILLIS:
+                raise BadRecord(f"{field} out of range")
+            return result
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}([.,]\d+)?)?", value.strip(), re.ASCII):
             raise BadRecord(f"timestamp without offset in {field}")
         raise BadRecord(f"unparseable timestamp in {field}")
     raise BadRecord(f"wrong type of {field}")
@@ -138,7 +151,9 @@ def decode(raw: bytes) -> dict:
     except UnicodeDecodeError as exc:
         raise BadRecord(f"non-UTF-8 bytes at offset {exc.start}") from None
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+    except BadRecord:
+        raise
     except (ValueError, RecursionError) as exc:
         raise BadRecord(f"invalid JSON: {str(exc)[:120]}") from None
     if not isinstance(obj, dict):
@@ -243,6 +258,10 @@ PARSERS = {"messages": parse_message, "workflow_events": parse_workflow_event}
 def parse_line(stream: str, raw: bytes) -> tuple[dict, str]:
     """Return (normalised record, content hash) or raise BadRecord."""
     obj = decode(raw)
+    try:
+        canonical = canonical_json(obj).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate escape such as "\ud800": not Unicode text
+        raise BadRecord("invalid JSON: unpaired surrogate escape in a string") from None
     record = PARSERS[stream](obj)
-    digest = hashlib.sha256(canonical_json(obj).encode("utf-8")).hexdigest()[:32]
+    digest = hashlib.sha256(canonical).hexdigest()[:32]
     return record, digest

@@ -269,9 +269,11 @@ class StagedRun:
                                .join(touched, ["tenant_id", "label"], "left_semi").distinct())
         self.store.put("silver_messages", silver.accepted_messages(
             every["messages"].join(scope.select(*SCOPE), SCOPE, "left_semi")))
+        # Routing through the touched groups' opens and messages only gives exactly their events.
         self.store.put("routed", routing.route_workflow_events(
-            events.where(F.col("type") != "PROCESS_DEPLOYED"), opens_l, msgs_l
-        ).join(touched, ["tenant_id", "label"], "left_semi"))
+            events.where(F.col("type") != "PROCESS_DEPLOYED"),
+            opens_l.join(touched, ["tenant_id", "label"], "left_semi"),
+            msgs_l.join(touched, ["tenant_id", "label"], "left_semi")))
         self.store.put("silver_workflow_events", events if self.result.rebuild
                        else silver.workflow_events(new["workflow_events"]))
         self.result.touched_groups = touched.count()
@@ -327,20 +329,25 @@ class StagedRun:
             writes = [lambda n=name: lake.append(get(n), lake_dir, n, run_id)
                       for name in ("quarantine", "ingested_files", "silver_workflow_events")]
             writes += [lambda s=s: lake.append(get(f"bronze_{s}"), lake_dir, f"bronze_{s}", run_id) for s in STREAMS]
-            writes.append(lambda: restate(spark, lake.ensure(spark, lake_dir, "silver_messages",
-                                                             silver.SILVER_MESSAGE),
-                                          get("silver_messages"), scope, ["message_key"]))
+            writes.append(lambda: self._restate("silver_messages", silver.SILVER_MESSAGE, scope, ["message_key"]))
             if result.deployments:
                 writes.append(lambda: lake.overwrite(get("silver_deployments"), lake_dir, "silver_deployments",
                                                      run_id))
-            writes += [lambda n=name: restate(spark, lake.ensure(spark, lake_dir, n, GOLD[n]), get(n), scope,
-                                              GOLD_KEYS[n]) for name in GOLD_TABLES]
+            writes += [lambda n=name: self._restate(n, GOLD[n], scope, GOLD_KEYS[n]) for name in GOLD_TABLES]
         with ThreadPoolExecutor(4) as pool:
             for future in [pool.submit(write) for write in writes]:
                 future.result()
         if result.as_of is not None and not result.rebuild:
             refresh_statuses(spark, table_path(lake_dir, "messages"), result.as_of)
         lake.append(_run_row(spark, result), lake_dir, "runs", run_id)
+
+    def _restate(self, name: str, schema, scope: DataFrame, keys: list[str]) -> None:
+        """Restate the scope's rows of a table with a MERGE; a new table is simply created."""
+        rows = self.store.get(self.spark, name).select(*schema.fieldNames())
+        if self.plan.versions[name] < 0:
+            lake.create(rows, self.lake_dir, name, self.run_id)
+        else:
+            restate(self.spark, table_path(self.lake_dir, name), rows, scope, keys)
 
     def discard(self) -> None:
         self.store.clear()

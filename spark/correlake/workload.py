@@ -1,0 +1,71 @@
+"""Synthetic landing workloads for benchmarks and long-run measurements.
+
+`generate` writes one batch: catch subscriptions (with ends and lefts) and publishes
+over a key space, uniform or skewed; the first batch also deploys the processes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+BASE_MS = 1_790_000_000_000
+
+
+def _keys(rng: random.Random, n: int, skew: str, count: int) -> list[str]:
+    if skew == "uniform":
+        return [f"k{rng.randrange(count)}" for _ in range(n)]
+    if skew == "hot":
+        return ["hot" if rng.random() < 0.05 else f"k{rng.randrange(count)}" for _ in range(n)]
+    weights = [1 / (i + 1) ** 1.1 for i in range(count)]  # Zipf(1.1)
+    return [f"k{i}" for i in rng.choices(range(count), weights=weights, k=n)]
+
+
+def generate(landing: Path, messages: int, events: int, skew: str, seed: int = 1, files: int = 8,
+             first_position: int = 1, start_ms: int = BASE_MS, key_count: int | None = None) -> None:
+    """Catch subscriptions (with ends and lefts) and publishes over `key_count` keys (default: a
+    quarter of the messages) in the hour from `start_ms`; the batch at position 1 deploys too."""
+    rng = random.Random(seed)
+    key_count = key_count or max(messages // 4, 1)
+    pos = first_position
+    msg_rows, ev_rows = [], []
+    if first_position == 1:
+        for p in ("order", "billing"):
+            ev_rows.append({"position": pos, "type": "PROCESS_DEPLOYED", "timestamp": start_ms - 1, "bpmn_process_id": p,
+                            "process_version": 1, "message_start_events": ["start"] if p == "order" else []})
+            pos += 1
+    span = 3_600_000
+    for i, key in enumerate(_keys(rng, messages, skew, key_count)):
+        name = "start" if rng.random() < 0.1 else rng.choice(["pay", "ship", "cancel"])
+        m = {"position": pos, "name": name, "correlation_key": key, "published_at": start_ms + rng.randrange(span),
+             "ttl_ms": rng.choice([0, 60_000, 3_600_000])}
+        if rng.random() < 0.1:
+            m["message_id"] = f"id{i % 1000}"
+        msg_rows.append(m)
+        pos += 1
+    keys = _keys(rng, events // 3 + 1, skew, key_count)  # an element instance's subscriptions share a key
+    for i in range(events):
+        key = keys[i // 3]
+        t = start_ms + rng.randrange(span)
+        r = rng.random()
+        eik = f"e{first_position}-{i // 3}"
+        if r < 0.7:
+            ev_rows.append({"position": pos, "type": "SUBSCRIPTION_OPENED", "timestamp": t,
+                            "bpmn_process_id": rng.choice(["order", "billing"]), "process_instance_key": f"p{eik}",
+                            "element_instance_key": eik, "element_type": rng.choice(
+                                ["INTERMEDIATE_CATCH_EVENT", "RECEIVE_TASK", "BOUNDARY_EVENT"]),
+                            "message_name": rng.choice(["pay", "ship", "cancel"]), "correlation_key": key,
+                            "interrupting": rng.random() < 0.8})
+        elif r < 0.85:
+            ev_rows.append({"position": pos, "type": "ELEMENT_LEFT", "timestamp": t, "element_instance_key": eik})
+        else:
+            ev_rows.append({"position": pos, "type": "INSTANCE_ENDED", "timestamp": t,
+                            "process_instance_key": f"p{eik}"})
+        pos += 1
+    for stream, rows in (("messages", msg_rows), ("workflow_events", ev_rows)):
+        folder = landing / stream / f"batch-{first_position}"
+        folder.mkdir(parents=True, exist_ok=True)
+        for f in range(files):
+            with open(folder / f"part-{f}.jsonl", "w") as out:
+                out.writelines(json.dumps(r) + "\n" for r in rows[f::files])

@@ -1,0 +1,94 @@
+"""`correlake maintain` on a real lake: files compacted, deletion vectors purged,
+content unchanged, time travel within retention, an explicit zero retention vacuums,
+the run lock and the rollback of an unfinished run."""
+
+from __future__ import annotations
+
+import pytest
+
+from correlake import cli, lake, pipeline
+from correlake.config import TABLES, table_path
+from correlake.maintain import RETENTION_CHECK, maintain
+from correlake.workload import BASE_MS, generate
+
+
+def versions(lake_dir) -> dict:
+    return {name: lake.version(table_path(lake_dir, name)) for name in TABLES}
+
+
+def contents(spark, lake_dir, version: dict | None = None) -> dict:
+    """Every table's rows (as sorted reprs), at the given versions or the latest."""
+    out = {}
+    for name in TABLES:
+        if not lake.is_table(table_path(lake_dir, name)):  # silver/subscriptions: not written by runs
+            continue
+        reader = spark.read.format("delta")
+        if version:
+            reader = reader.option("versionAsOf", version[name])
+        out[name] = sorted(map(repr, reader.load(table_path(lake_dir, name)).collect()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def lake_dir(spark, tmp_path_factory):
+    """Two hourly runs; the second restates gold rows of the first (deletion vectors)."""
+    root = tmp_path_factory.mktemp("maintain")
+    landing, lake_dir = root / "landing", str(root / "lake")
+    generate(landing, 300, 300, "uniform", seed=1, files=2)
+    pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
+    generate(landing, 60, 60, "uniform", seed=2, files=2, first_position=10 ** 6, start_ms=BASE_MS + 3_600_000,
+             key_count=75)  # the first hour's keys
+    pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
+    return landing, lake_dir, contents(spark, lake_dir), versions(lake_dir)
+
+
+def test_maintenance_compacts_and_changes_no_row(spark, lake_dir):
+    landing, lake_dir, before, old = lake_dir
+    result = maintain(spark, lake_dir)
+    tables = {t.table: t for t in result.tables}
+    assert set(tables) == {TABLES[name] for name in before}
+    assert contents(spark, lake_dir) == before
+    assert all(t.files[1] <= t.files[0] for t in tables.values())
+    assert tables["gold/messages"].files[0] > 1 == tables["gold/messages"].files[1]
+    assert sum(t.purged_dvs for t in tables.values()) > 0  # gold rows restated by the second run
+    assert all(t.vacuumed == 0 for t in tables.values())  # 168 h: every replaced file is still young
+    assert all(t.on_disk[1] == t.on_disk[0] + t.files[1] for t in tables.values() if t.compacted)
+    assert all(t.log_files[1] > t.log_files[0] for t in tables.values())  # commits, a checkpoint
+    assert contents(spark, lake_dir, old) == before  # time travel to before maintenance
+    maintained = versions(lake_dir)
+    assert pipeline.run(spark, str(landing), lake_dir).noop and versions(lake_dir) == maintained
+
+
+def test_explicit_zero_retention_vacuums_and_rolls_back_first(spark, lake_dir, capsys):
+    _, lake_dir, before, old = lake_dir
+    with lake.run_lock(lake_dir):
+        assert cli.main(["maintain", "--lake", lake_dir]) == 2
+    assert "another correlake run holds" in capsys.readouterr().err
+
+    lake.begin(lake_dir, "crashed-run")  # an unfinished run: a write without its commit
+    lake.append(spark.read.format("delta").load(table_path(lake_dir, "runs")).limit(1), lake_dir, "runs", "x")
+    unfinished = versions(lake_dir)
+    assert cli.main(["maintain", "--lake", lake_dir, "--retain-hours", "0", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "dry run" in out and "would vacuum" in out and "unfinished run is pending" in out
+    assert versions(lake_dir) == unfinished
+
+    result = maintain(spark, lake_dir, retain_hours=0)
+    assert result.rolled_back == "crashed-run"
+    assert contents(spark, lake_dir) == before
+    tables = {t.table: t for t in result.tables}
+    assert sum(t.vacuumed for t in tables.values()) > 0
+    assert all(t.on_disk[1] == t.files[1] for t in tables.values())  # only active files are left
+    assert spark.conf.get(RETENTION_CHECK) == "true"  # the check was lifted for that maintenance only
+    with pytest.raises(Exception, match="DELTA_VACUUM_RETENTION_PERIOD_TOO_SHORT"):
+        spark.sql(f"VACUUM delta.`{table_path(lake_dir, 'messages')}` RETAIN 0 HOURS")
+    with pytest.raises(Exception):  # the price of zero retention: the compacted-away files are gone
+        spark.read.format("delta").option("versionAsOf", old["messages"]).load(
+            table_path(lake_dir, "messages")).collect()
+
+
+def test_usage_errors(tmp_path, capsys):
+    assert cli.main(["maintain", "--lake", str(tmp_path / "missing")]) == 2
+    for bad in ("-1", "inf", "soon"):
+        with pytest.raises(SystemExit):
+            cli.main(["maintain", "--lake", str(tmp_path), "--retain-hours", bad])
