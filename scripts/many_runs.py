@@ -1,7 +1,8 @@
 """Many small hourly runs in one process: Delta file counts with and without maintenance.
 
     .venv/bin/python scripts/many_runs.py [--runs 200] [--maintain-every 24] [--retain-hours H]
-        [--messages 50] [--events 50] [--variants plain,maintained,autocompact] [--out .local/many_runs]
+        [--messages 50] [--events 50] [--keys 2500] [--variants plain,maintained,autocompact]
+        [--out .local/many_runs]
 
 Not run by CI. One SparkSession. Each hour, an increment (`correlake.workload.generate`)
 lands and every variant's lake runs the pipeline on it, interleaved so that they share
@@ -123,6 +124,7 @@ def main() -> None:
     parser.add_argument("--retain-hours", type=float, default=None, help="VACUUM retention of the maintained lake")
     parser.add_argument("--messages", type=int, default=50, help="messages an hour")
     parser.add_argument("--events", type=int, default=50, help="workflow events an hour")
+    parser.add_argument("--keys", type=int, default=2500, help="correlation keys over the whole period")
     parser.add_argument("--variants", default="plain,maintained,autocompact")
     parser.add_argument("--out", default=".local/many_runs")
     args = parser.parse_args()
@@ -137,9 +139,8 @@ def main() -> None:
     shutil.rmtree(out, ignore_errors=True)
     landing = out / "landing"
     variants = args.variants.split(",")
-    keys = max(args.runs * args.messages // 4, 1)  # a key space for the whole period: old keys come back
     spark = get_spark()
-    report = {"workload": {**vars(args), "keys": keys}, "shuffle_partitions": SparkSettings().shuffle_partitions,
+    report = {"workload": vars(args), "shuffle_partitions": SparkSettings().shuffle_partitions,
               "runs_done": 0, "variants": {v: {"runs": [], "samples": [], "maintenance": []} for v in variants}}
 
     def save() -> None:
@@ -150,7 +151,8 @@ def main() -> None:
 
     for hour in range(args.runs):
         generate(landing, args.messages, args.events, "uniform", seed=hour + 1, files=1,
-                 first_position=1 + hour * POSITIONS_PER_HOUR, start_ms=BASE_MS + hour * 3_600_000, key_count=keys)
+                 first_position=1 + hour * POSITIONS_PER_HOUR, start_ms=BASE_MS + hour * 3_600_000,
+                 key_count=args.keys)
         for v in variants:
             lake, entry = out / v / "lake", report["variants"][v]
             with session_conf(spark, AUTO_COMPACT if v == "autocompact" else {}):
