@@ -87,7 +87,6 @@ class MemoryStore:
 
     def __init__(self):
         self._frames: dict[str, DataFrame] = {}
-        self._plan: str | None = None
 
     def put(self, name: str, df: DataFrame) -> DataFrame:
         self._frames[name] = df.localCheckpoint()
@@ -97,7 +96,7 @@ class MemoryStore:
         return self._frames[name]
 
     def save_plan(self, plan: Plan) -> None:
-        self._plan = plan.to_json()
+        """Nothing to do: the plan lives in the caller's StagedRun."""
 
     def clear(self) -> None:
         self._frames.clear()
