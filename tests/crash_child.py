@@ -13,7 +13,7 @@ import os
 import signal
 import sys
 
-from correlake import lake, pipeline, routing, stages
+from correlake import lake, pipeline, scope, stages
 from correlake.session import get_spark
 
 
@@ -25,7 +25,7 @@ def main(landing: str, lake_dir: str, point: str) -> None:
     if point == "bronze":
         stages._bronze_stats = die
     elif point == "silver":
-        routing.key_labels = die
+        scope.grow_groups = die
     elif point == "merge":
         real = stages.restate
 

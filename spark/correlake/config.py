@@ -32,7 +32,7 @@ TABLES = {
     "silver_messages": "silver/messages",
     "silver_workflow_events": "silver/workflow_events",
     "silver_deployments": "silver/deployments",
-    "silver_subscriptions": "silver/subscriptions",
+    "key_groups": "silver/key_groups",
     "correlations": "gold/correlations",
     "messages": "gold/messages",
     "subscriptions": "gold/subscriptions",

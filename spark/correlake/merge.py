@@ -7,9 +7,9 @@ import itertools
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from .schemas import SCOPE
 from .sqlfiles import render, timestamp_literal
 
-SCOPE = ["tenant_id", "correlation_key"]
 _views = itertools.count()
 
 

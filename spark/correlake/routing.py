@@ -5,6 +5,11 @@ partition (a *group*, labelled by its smallest key), when one can act on the oth
 through the engine: subscriptions of one owner element instance with different
 keys (sibling closing, owner left), and subscriptions inside a message-started
 instance whose start message has another key (held instance ends).
+
+Groups are kept as a table of `(tenant_id, correlation_key, label)` rows, one per key
+that is not its own group's label (every other key is its own label); `grow_groups`
+updates it from the links that new records bring, so no run recomputes them from
+the whole history.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from .engine import START_PREFIX
+from .schemas import SCOPE
 
 MAX_ROUNDS = 50
 
@@ -23,45 +29,73 @@ def started_message_key(instance_key):
                   F.regexp_extract(instance_key, r":(-?\d+)$", 1).cast("bigint"))
 
 
-def key_edges(opens: DataFrame, messages: DataFrame) -> DataFrame:
-    """(tenant_id, a, b): keys that must be processed together, both directions."""
-    by_owner = (opens.groupBy("tenant_id", "element_instance_key")
-                .agg(F.collect_set("correlation_key").alias("keys"))
-                .where(F.size("keys") > 1)
-                .select("tenant_id", F.array_min("keys").alias("a"), F.explode("keys").alias("b")))
-    started = (opens.select("tenant_id", "correlation_key",
-                            started_message_key(F.col("process_instance_key")).alias("message_key"))
-               .where(F.col("message_key").isNotNull())
-               .join(messages.select("tenant_id", "message_key", F.col("correlation_key").alias("b")),
-                     ["tenant_id", "message_key"])
-               .select("tenant_id", F.col("correlation_key").alias("a"), "b"))
-    edges = by_owner.unionByName(started).where(F.col("a") != F.col("b"))
-    return edges.unionByName(edges.select("tenant_id", F.col("b").alias("a"), F.col("a").alias("b"))).distinct()
+def owner_links(opens: DataFrame) -> DataFrame:
+    """(tenant_id, a, b): keys of subscriptions with one owner element instance."""
+    return (opens.groupBy("tenant_id", "element_instance_key")
+            .agg(F.collect_set("correlation_key").alias("keys"))
+            .where(F.size("keys") > 1)
+            .select("tenant_id", F.array_min("keys").alias("a"), F.explode("keys").alias("b")))
 
 
-def key_labels(opens: DataFrame, messages: DataFrame) -> DataFrame:
-    """(tenant_id, correlation_key, label) for linked keys: connected components by
-    min-label propagation. Keys absent from the result are their own label."""
-    edges = key_edges(opens, messages).localCheckpoint()
-    labels = edges.select("tenant_id", F.col("a").alias("correlation_key"), F.col("a").alias("label")).distinct()
-    if edges.isEmpty():
-        return labels.localCheckpoint()
+def started_links(opens: DataFrame, messages: DataFrame) -> DataFrame:
+    """(tenant_id, a, b): a subscription's key and the key of the message that started its instance."""
+    return (opens.select("tenant_id", "correlation_key",
+                         started_message_key(F.col("process_instance_key")).alias("message_key"))
+            .where(F.col("message_key").isNotNull())
+            .join(messages.select("tenant_id", "message_key", F.col("correlation_key").alias("b")),
+                  ["tenant_id", "message_key"])
+            .select("tenant_id", F.col("correlation_key").alias("a"), "b"))
+
+
+def _components(edges: DataFrame) -> DataFrame:
+    """(tenant_id, node, root) for every node of undirected `edges` (tenant_id, a, b):
+    root is the smallest node of its connected component (min-label propagation)."""
+    edges = edges.unionByName(edges.select("tenant_id", F.col("b").alias("a"), F.col("a").alias("b"))) \
+        .distinct().localCheckpoint()
+    roots = edges.select("tenant_id", F.col("a").alias("node"), F.col("a").alias("root")).distinct()
     for _ in range(MAX_ROUNDS):
-        offered = (edges.join(labels.withColumnRenamed("correlation_key", "b"), ["tenant_id", "b"])
-                   .select("tenant_id", F.col("a").alias("correlation_key"), "label"))
-        new = (labels.unionByName(offered).groupBy("tenant_id", "correlation_key")
-               .agg(F.min("label").alias("label")).localCheckpoint())
-        changed = (new.join(labels.withColumnRenamed("label", "old"), ["tenant_id", "correlation_key"])
-                   .where(F.col("label") != F.col("old")).limit(1).count())
-        labels = new
+        offered = (edges.join(roots.withColumnRenamed("node", "b"), ["tenant_id", "b"])
+                   .select("tenant_id", F.col("a").alias("node"), "root"))
+        new = (roots.unionByName(offered).groupBy("tenant_id", "node")
+               .agg(F.min("root").alias("root")).localCheckpoint())
+        changed = (new.join(roots.withColumnRenamed("root", "old"), ["tenant_id", "node"])
+                   .where(F.col("root") != F.col("old")).limit(1).count())
+        roots = new
         if not changed:
-            return labels
+            return roots
     raise RuntimeError("key groups did not converge")
 
 
-def with_label(df: DataFrame, labels: DataFrame) -> DataFrame:
+def grow_groups(groups: DataFrame, links: DataFrame) -> DataFrame:
+    """The rows of the group table that `links` (tenant_id, a, b) add or change.
+
+    Groups only merge: every group a link touches joins the group of the smallest
+    label among them, and its keys (its label included) get that label.
+    """
+    links = links.where(F.col("a") != F.col("b"))
+    keys = links.select("tenant_id", F.col("a").alias("correlation_key")).unionByName(
+        links.select("tenant_id", F.col("b").alias("correlation_key"))).distinct()
+    labels = with_label(keys, groups)
+    label_of = lambda side: labels.select(  # noqa: E731
+        "tenant_id", F.col("correlation_key").alias(side), F.col("label").alias(f"l{side}"))
+    merged = (links.join(label_of("a"), ["tenant_id", "a"]).join(label_of("b"), ["tenant_id", "b"])
+              .select("tenant_id", F.col("la").alias("a"), F.col("lb").alias("b"))
+              .where(F.col("a") != F.col("b")).distinct())
+    moved = _components(merged).where(F.col("node") != F.col("root"))
+    roots = moved.select("tenant_id", F.col("node").alias("correlation_key"), F.col("root").alias("label"))
+    members = (groups.join(moved.withColumnRenamed("node", "label"), ["tenant_id", "label"])
+               .select("tenant_id", "correlation_key", F.col("root").alias("label")))
+    return roots.unionByName(members)
+
+
+def updated_groups(groups: DataFrame, changed: DataFrame) -> DataFrame:
+    """The group table with `changed` rows applied."""
+    return groups.join(changed, SCOPE, "left_anti").unionByName(changed)
+
+
+def with_label(df: DataFrame, groups: DataFrame) -> DataFrame:
     """Add `label`, the group of the row's (tenant_id, correlation_key)."""
-    return (df.join(labels.withColumnRenamed("label", "_label"), ["tenant_id", "correlation_key"], "left")
+    return (df.join(groups.withColumnRenamed("label", "_label"), SCOPE, "left")
             .withColumn("label", F.coalesce(F.col("_label"), F.col("correlation_key")))
             .drop("_label"))
 

@@ -65,6 +65,9 @@ GOLD_KEYS = {
     "subscriptions": ["tenant_id", "element_instance_key", "message_name"],
     "message_started_instances": ["process_instance_key", "tenant_id"],
 }
+# The unit of partitioning and of restating rows: a run recomputes whole keys.
+SCOPE = ["tenant_id", "correlation_key"]
+KEY_GROUPS = struct(("tenant_id", S), ("correlation_key", S), ("label", S))
 GOLD_TIMES = {name: [f.name for f in schema.fields if f.dataType == T] for name, schema in GOLD.items()}
 
 

@@ -53,10 +53,16 @@ def workflow_events(events: DataFrame) -> DataFrame:
     return events.drop("raw", "_record_hash", "_is_replay", "_source_file", "_line", "_ingested_at", "_run_id")
 
 
-def deployments(events: DataFrame) -> DataFrame:
+def deployed(events: DataFrame) -> DataFrame:
+    """The PROCESS_DEPLOYED records among `events`, as deployment rows."""
+    return (events.where(F.col("type") == "PROCESS_DEPLOYED")
+            .select("tenant_id", "bpmn_process_id", "process_version", "message_start_events",
+                    F.col("timestamp").alias("deployed_at"), "position"))
+
+
+def deployments(rows: DataFrame) -> DataFrame:
     """Every deployment, `is_current` on the last one per (tenant, process) in the total order."""
-    deployed = events.where(F.col("type") == "PROCESS_DEPLOYED")
     w = Window.partitionBy("tenant_id", "bpmn_process_id").orderBy(F.desc("deployed_at"), F.desc("position"))
-    return (deployed.select("tenant_id", "bpmn_process_id", "process_version", "message_start_events",
-                            F.col("timestamp").alias("deployed_at"), "position")
+    return (rows.select("tenant_id", "bpmn_process_id", "process_version", "message_start_events", "deployed_at",
+                        "position")
             .withColumn("is_current", F.row_number().over(w) == 1))

@@ -20,12 +20,12 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from . import bronze, gates, gold, lake, routing, silver
+from . import bronze, gates, gold, lake, scope, silver
 from .config import GOLD_TABLES, STREAMS, TABLES, default_max_quarantine_ratio, table_path
 from .gates import GateFailed
 from .landing import LandingFile, new_files
-from .merge import SCOPE, refresh_statuses, restate
-from .schemas import GOLD, GOLD_KEYS, INGESTED_FILES, L, S, T, struct
+from .merge import refresh_statuses, restate
+from .schemas import GOLD, GOLD_KEYS, INGESTED_FILES, KEY_GROUPS, SCOPE, L, S, T, struct
 
 RUNS = struct(("run_id", S), ("started_at", T), ("finished_at", T), ("files", L), ("records_read", L),
               ("quarantined", L), ("max_event_time", T), ("as_of", T), ("summary", S))
@@ -243,39 +243,27 @@ class StagedRun:
 
     def _silver(self) -> None:
         get = lambda name: self.store.get(self.spark, name)  # noqa: E731
+        rebuild = self.result.rebuild
+        old = (lambda name: None) if rebuild else self._history  # noqa: E731
         new = {s: silver.distinct_records(get(f"bronze_{s}")) for s in STREAMS}
-        every = {}
-        for s in STREAMS:
-            history = self._history(f"bronze_{s}")
-            every[s] = new[s] if history is None else silver.distinct_records(history).unionByName(new[s])
-        events = silver.workflow_events(every["workflow_events"])
-        deployments = self.store.put("silver_deployments", silver.deployments(events))
-        msg_keys = every["messages"].select("tenant_id", F.col("position").alias("message_key"),
-                                            "correlation_key", "name")
-        opens = events.where(F.col("type") == "SUBSCRIPTION_OPENED")
-        labels = routing.key_labels(opens, msg_keys)
-        opens_l = routing.with_label(opens, labels)
-        msgs_l = routing.with_label(msg_keys, labels)
-        if self.result.rebuild:
-            touched = (msgs_l.select("tenant_id", "label")
-                       .unionByName(opens_l.select("tenant_id", "label")).distinct())
-        else:
-            new_events = silver.workflow_events(new["workflow_events"])
-            touched = _touched_groups(new["messages"], new_events, opens_l, msgs_l, deployments)
-        touched = touched.localCheckpoint()
-        scope = self.store.put("scope", msgs_l.select("tenant_id", "correlation_key", "label")
-                               .unionByName(opens_l.select("tenant_id", "correlation_key", "label"))
-                               .join(touched, ["tenant_id", "label"], "left_semi").distinct())
-        self.store.put("silver_messages", silver.accepted_messages(
-            every["messages"].join(scope.select(*SCOPE), SCOPE, "left_semi")))
-        # Routing through the touched groups' opens and messages only gives exactly their events.
-        self.store.put("routed", routing.route_workflow_events(
-            events.where(F.col("type") != "PROCESS_DEPLOYED"),
-            opens_l.join(touched, ["tenant_id", "label"], "left_semi"),
-            msgs_l.join(touched, ["tenant_id", "label"], "left_semi")))
-        self.store.put("silver_workflow_events", events if self.result.rebuild
-                       else silver.workflow_events(new["workflow_events"]))
-        self.result.touched_groups = touched.count()
+        if rebuild:  # every record of bronze is new to silver
+            new = {s: silver.distinct_records(self._history(f"bronze_{s}")).unionByName(new[s]) for s in STREAMS}
+        new_events = silver.workflow_events(new["workflow_events"])
+        old_deployments = old("silver_deployments")
+        deployments = self.store.put("silver_deployments", silver.deployments(
+            silver.deployed(new_events).unionByName(old_deployments.drop("is_current"))
+            if old_deployments is not None else silver.deployed(new_events)))
+        old_messages = old("silver_messages")
+        work = scope.recompute(new["messages"], new_events,
+                               None if old_messages is None else scope.message_records(old_messages),
+                               old("silver_workflow_events"), old("key_groups"), deployments,
+                               redeployed=self.result.deployments > 0)
+        self.store.put("key_groups", work.group_changes)
+        self.store.put("scope", work.scope)
+        self.store.put("silver_messages", work.messages)
+        self.store.put("routed", work.routed)
+        self.store.put("silver_workflow_events", new_events)
+        self.result.touched_groups = work.scope.select("tenant_id", "label").distinct().count()
 
     # -- gold ---------------------------------------------------------------------------
     def gold(self) -> None:
@@ -321,7 +309,7 @@ class StagedRun:
         get = lambda name: self.store.get(spark, name)  # noqa: E731
         if result.rebuild:
             writes = [lambda n=name: lake.overwrite(get(n), lake_dir, n, run_id)
-                      for name in ("silver_messages", "silver_workflow_events", "silver_deployments",
+                      for name in ("silver_messages", "silver_workflow_events", "silver_deployments", "key_groups",
                                    *GOLD_TABLES)]
         else:
             scope = get("scope").select(*SCOPE)
@@ -332,6 +320,9 @@ class StagedRun:
             if result.deployments:
                 writes.append(lambda: lake.overwrite(get("silver_deployments"), lake_dir, "silver_deployments",
                                                      run_id))
+            changes = get("key_groups")
+            if self.plan.versions["key_groups"] < 0 or not changes.isEmpty():
+                writes.append(lambda: self._restate("key_groups", KEY_GROUPS, changes.select(*SCOPE), SCOPE))
             writes += [lambda n=name: self._restate(n, GOLD[n], scope, GOLD_KEYS[n]) for name in GOLD_TABLES]
         with ThreadPoolExecutor(4) as pool:
             for future in [pool.submit(write) for write in writes]:
@@ -455,20 +446,6 @@ def _known_positions(spark, history: dict) -> DataFrame:
             known = known.unionByName(b.where(~F.col("_is_replay")).select(
                 F.lit(stream).alias("stream"), "position", "_record_hash", "_source_file", "_line"))
     return known
-
-
-def _touched_groups(new_messages, new_events, opens_l, msgs_l, deployments) -> DataFrame:
-    """(tenant_id, label) of every group the run's new records can change."""
-    by_message = routing.with_label(
-        new_messages.select("tenant_id", "correlation_key"),
-        msgs_l.select("tenant_id", "correlation_key", "label").distinct()).select("tenant_id", "label")
-    by_event = routing.route_workflow_events(
-        new_events.where(F.col("type") != "PROCESS_DEPLOYED"), opens_l, msgs_l).select("tenant_id", "label")
-    deployed = new_events.where(F.col("type") == "PROCESS_DEPLOYED").select("tenant_id", "bpmn_process_id")
-    start_names = (deployments.join(deployed, ["tenant_id", "bpmn_process_id"], "left_semi")
-                   .select("tenant_id", F.explode("message_start_events").alias("name")))
-    by_deployment = msgs_l.join(start_names, ["tenant_id", "name"], "left_semi").select("tenant_id", "label")
-    return by_message.unionByName(by_event).unionByName(by_deployment).distinct()
 
 
 def _run_row(spark, result: RunResult) -> DataFrame:

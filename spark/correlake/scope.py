@@ -1,0 +1,120 @@
+"""What a run recomputes: the key groups its new records touch, and their records.
+
+The key groups (`routing.py`) are kept in `silver/key_groups` and grown from the links
+the new records bring. History comes from silver (`silver/messages`,
+`silver/workflow_events`), read column-pruned and joined with the run's small sets
+(the new records' owners, instances and keys), so the costly work — rule 7, the
+engine, the restating MERGEs — is done for the touched groups only. With no group
+table yet (a first run, a rebuild, a lake from before it existed), every link of
+the records given is used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from .routing import (grow_groups, owner_links, route_workflow_events, started_links, started_message_key,
+                      updated_groups, with_label)
+from .schemas import KEY_GROUPS, SCOPE
+from .silver import accepted_messages
+
+MESSAGE_RECORD = ["position", "tenant_id", "name", "correlation_key", "message_id", "published_at", "ttl_ms",
+                  "variables"]
+
+
+def _opened():
+    return F.col("type") == "SUBSCRIPTION_OPENED"
+
+
+def _deployed():
+    return F.col("type") == "PROCESS_DEPLOYED"
+
+
+@dataclass
+class Recompute:
+    """A run's work: the group rows it adds or changes, the touched groups' keys
+    (tenant_id, correlation_key, label), their silver messages and their routed workflow events."""
+    group_changes: DataFrame
+    scope: DataFrame
+    messages: DataFrame
+    routed: DataFrame
+
+
+def message_records(silver_messages: DataFrame) -> DataFrame:
+    """Silver messages back in the shape of distinct bronze records."""
+    return silver_messages.select(F.col("message_key").alias("position"), *MESSAGE_RECORD[1:])
+
+
+def _keys(messages: DataFrame) -> DataFrame:
+    return messages.select("tenant_id", F.col("position").alias("message_key"), "correlation_key", "name")
+
+
+def _union(new: DataFrame, old: DataFrame | None) -> DataFrame:
+    return new if old is None else old.unionByName(new)
+
+
+def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: DataFrame | None,
+              old_events: DataFrame | None, old_groups: DataFrame | None, deployments: DataFrame,
+              redeployed: bool) -> Recompute:
+    """Plan the recomputation of every group that the new records can change.
+
+    `new_messages`: distinct new message records; `new_events`: new silver workflow
+    events; `old_*`: what silver held before (None: nothing); `deployments`: every
+    deployment, new ones included; `redeployed`: whether there are new ones.
+    """
+    spark = new_messages.sparkSession
+    messages = _union(new_messages.select(*MESSAGE_RECORD), old_messages)
+    events = _union(new_events, old_events)
+    opens = events.where(_opened())
+    if old_groups is None:
+        groups = spark.createDataFrame([], KEY_GROUPS)
+        links = owner_links(opens).unionByName(started_links(opens, _keys(messages)))
+    else:
+        groups = old_groups
+        new_opens = new_events.where(_opened())
+        owners = new_opens.select("tenant_id", "element_instance_key").distinct()
+        in_started = opens.where(started_message_key(F.col("process_instance_key")).isNotNull())
+        links = (owner_links(opens.join(owners, ["tenant_id", "element_instance_key"], "left_semi"))
+                 .unionByName(started_links(new_opens, _keys(messages)))
+                 .unionByName(started_links(in_started, _keys(new_messages))))
+    changes = grow_groups(groups, links).localCheckpoint()
+    groups = updated_groups(groups, changes).localCheckpoint()
+
+    touched = _touched(new_messages, new_events, messages, opens, groups,
+                       deployments if redeployed else None).localCheckpoint()
+    scope = (groups.join(touched, ["tenant_id", "label"], "left_semi")
+             .unionByName(touched.select("tenant_id", F.col("label").alias("correlation_key"), "label"))
+             .distinct().localCheckpoint())
+    in_scope = lambda df: df.join(scope, SCOPE)  # noqa: E731  (adds label)
+    return Recompute(
+        group_changes=changes,
+        scope=scope,
+        messages=accepted_messages(messages.join(scope.select(*SCOPE), SCOPE, "left_semi")),
+        # Routing through the touched groups' opens and messages only gives exactly their events.
+        routed=route_workflow_events(events.where(~_deployed()), in_scope(opens), in_scope(_keys(messages))))
+
+
+def _touched(new_messages, new_events, messages, opens, groups, deployments) -> DataFrame:
+    """(tenant_id, label) of every group the new records can change: their keys' groups, the
+    groups of the subscriptions (and start messages) new workflow events act on, and, for new
+    deployments, the groups of messages named by the process's start events, old or new."""
+    acting = new_events.where(~_deployed())
+    near = (opens.join(acting.select("tenant_id", "element_instance_key").distinct(),
+                       ["tenant_id", "element_instance_key"], "left_semi")
+            .unionByName(opens.join(acting.select("tenant_id", "process_instance_key").distinct(),
+                                    ["tenant_id", "process_instance_key"], "left_semi")))
+    starters = acting.select("tenant_id", started_message_key(F.col("process_instance_key")).alias("position"))
+    started = messages.join(starters.where(F.col("position").isNotNull()), ["tenant_id", "position"], "left_semi")
+    touched = (with_label(new_messages.select(*SCOPE), groups).select("tenant_id", "label")
+               .unionByName(route_workflow_events(acting, with_label(near, groups),
+                                                  with_label(_keys(started), groups)).select("tenant_id", "label")))
+    if deployments is not None:
+        deployed = new_events.where(_deployed()).select("tenant_id", "bpmn_process_id")
+        names = (deployments.join(deployed, ["tenant_id", "bpmn_process_id"], "left_semi")
+                 .select("tenant_id", F.explode("message_start_events").alias("name")))
+        named = messages.join(names, ["tenant_id", "name"], "left_semi").select(*SCOPE)
+        touched = touched.unionByName(with_label(named, groups).select("tenant_id", "label"))
+    return touched.distinct()
