@@ -88,28 +88,25 @@ def classify(parsed: DataFrame, known: DataFrame) -> DataFrame:
     `known`: (stream, position, _record_hash, _source_file, _line) of records already in
     bronze. The record that stands for a position is the known one, else the first of
     this run by (file path, line); an equal record is a replay, a different one a conflict.
+    One pass over `parsed` (bad lines have no position: they stay as they are).
     """
-    good = parsed.where(F.col("reason").isNull())
-    w = Window.partitionBy("stream", "position").orderBy("_source_file", "_line")
-    first = F.struct(F.col("_record_hash").alias("h"), F.col("_source_file").alias("f"),
-                     F.col("_line").alias("l"))
-    k = known.select("stream", "position",
-                     F.struct(F.col("_record_hash").alias("h"), F.col("_source_file").alias("f"),
-                              F.col("_line").alias("l")).alias("_known"))
-    good = (good.withColumn("_first", F.first(first).over(w))
-                .withColumn("_rank", F.row_number().over(w))
-                .join(k, ["stream", "position"], "left"))
+    ok = F.col("reason").isNull()
+    w = Window.partitionBy("stream", "position", ok).orderBy("_source_file", "_line")
+    entry = lambda h, f, l: F.struct(F.col(h).alias("h"), F.col(f).alias("f"), F.col(l).alias("l"))  # noqa: E731
+    k = known.select("stream", "position", entry("_record_hash", "_source_file", "_line").alias("_known"))
+    rows = (parsed.withColumn("_first", F.first(entry("_record_hash", "_source_file", "_line")).over(w))
+                  .withColumn("_rank", F.row_number().over(w))
+                  .join(k, ["stream", "position"], "left"))
     standing = F.coalesce(F.col("_known"), F.col("_first"))
     is_new = F.col("_known").isNull() & (F.col("_rank") == 1)
     same = F.col("_record_hash") == standing["h"]
     conflict_reason = F.format_string(
         "conflicting position %d: differs from the record at %s:%d",
         F.col("position"), standing["f"], standing["l"])
-    good = (good.withColumn("_is_replay", ~is_new & same)
-                .withColumn("reason", F.when(is_new | same, F.lit(None)).otherwise(conflict_reason))
+    return (rows.withColumn("_is_replay", ok & ~is_new & same)
+                .withColumn("reason", F.when(~ok, F.col("reason")).when(is_new | same, F.lit(None))
+                            .otherwise(conflict_reason))
                 .drop("_first", "_rank", "_known"))
-    bad = parsed.where(F.col("reason").isNotNull()).withColumn("_is_replay", F.lit(False))
-    return good.unionByName(bad)
 
 
 def bronze_records(classified: DataFrame, stream: str) -> DataFrame:

@@ -2,11 +2,12 @@
 
 The key groups (`routing.py`) are kept in `silver/key_groups` and grown from the links
 the new records bring. History comes from silver (`silver/messages`,
-`silver/workflow_events`), read column-pruned and joined with the run's small sets
-(the new records' owners, instances and keys), so the costly work — rule 7, the
-engine, the restating MERGEs — is done for the touched groups only. With no group
-table yet (a first run, a rebuild, a lake from before it existed), every link of
-the records given is used.
+`silver/workflow_events`): its key columns are read once and kept in memory for the
+lookups (whose joins with the run's small sets are then cheap to plan and run), and
+the full rows of the touched groups are fetched once at the end, so the costly work
+— rule 7, the engine, the restating MERGEs — is done for the touched groups only.
+With no group table yet (a first run, a rebuild, a lake from before it existed),
+every link of the records given is used.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .silver import accepted_messages
 
 MESSAGE_RECORD = ["position", "tenant_id", "name", "correlation_key", "message_id", "published_at", "ttl_ms",
                   "variables"]
+EVENT_KEYS = ["position", "tenant_id", "type", "process_instance_key", "element_instance_key", "correlation_key"]
 
 
 def _opened():
@@ -66,14 +68,16 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
     deployment, new ones included; `redeployed`: whether there are new ones.
     """
     spark = new_messages.sparkSession
-    messages = _union(new_messages.select(*MESSAGE_RECORD), old_messages)
-    events = _union(new_events, old_events)
+    all_messages = _union(new_messages.select(*MESSAGE_RECORD), old_messages)
+    all_events = _union(new_events, old_events)
+    messages = all_messages.select("position", *SCOPE, "name").localCheckpoint()
+    events = all_events.select(*EVENT_KEYS).localCheckpoint()
     opens = events.where(_opened())
     if old_groups is None:
         groups = spark.createDataFrame([], KEY_GROUPS)
         links = owner_links(opens).unionByName(started_links(opens, _keys(messages)))
     else:
-        groups = old_groups
+        groups = old_groups.localCheckpoint()
         new_opens = new_events.where(_opened())
         owners = new_opens.select("tenant_id", "element_instance_key").distinct()
         in_started = opens.where(started_message_key(F.col("process_instance_key")).isNotNull())
@@ -89,12 +93,13 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
              .unionByName(touched.select("tenant_id", F.col("label").alias("correlation_key"), "label"))
              .distinct().localCheckpoint())
     in_scope = lambda df: df.join(scope, SCOPE)  # noqa: E731  (adds label)
+    # Routing through the touched groups' opens and messages only gives exactly their events.
+    routed = route_workflow_events(events.where(~_deployed()), in_scope(opens), in_scope(_keys(messages)))
     return Recompute(
         group_changes=changes,
         scope=scope,
-        messages=accepted_messages(messages.join(scope.select(*SCOPE), SCOPE, "left_semi")),
-        # Routing through the touched groups' opens and messages only gives exactly their events.
-        routed=route_workflow_events(events.where(~_deployed()), in_scope(opens), in_scope(_keys(messages))))
+        messages=accepted_messages(all_messages.join(scope.select(*SCOPE), SCOPE, "left_semi")),
+        routed=all_events.join(routed.select("position", "label"), "position"))
 
 
 def _touched(new_messages, new_events, messages, opens, groups, deployments) -> DataFrame:
