@@ -117,4 +117,5 @@ def route_workflow_events(events: DataFrame, opens_labelled: DataFrame, messages
     by_start = (ended.withColumn("message_key", started_message_key(F.col("process_instance_key")))
                 .join(messages_labelled.select("tenant_id", "message_key", "label"), ["tenant_id", "message_key"])
                 .drop("message_key"))
-    return opens.unionByName(left).unionByName(by_sub).unionByName(by_start).distinct()
+    # One row per (event, label): only an end can reach one group both ways.
+    return opens.unionByName(left).unionByName(by_sub.unionByName(by_start).distinct())

@@ -87,8 +87,12 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
     changes = grow_groups(groups, links).localCheckpoint()
     groups = updated_groups(groups, changes).localCheckpoint()
 
-    touched = _touched(new_messages, new_events, messages, opens, groups,
-                       deployments if redeployed else None).localCheckpoint()
+    if old_messages is None and old_events is None:  # no history: every key is new
+        keys = messages.select(*SCOPE).unionByName(opens.select(*SCOPE))
+        touched = with_label(keys, groups).select("tenant_id", "label").distinct().localCheckpoint()
+    else:
+        touched = _touched(new_messages, new_events, messages, opens, groups,
+                           deployments if redeployed else None).localCheckpoint()
     scope = (groups.join(touched, ["tenant_id", "label"], "left_semi")
              .unionByName(touched.select("tenant_id", F.col("label").alias("correlation_key"), "label"))
              .distinct().localCheckpoint())
