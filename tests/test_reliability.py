@@ -26,7 +26,7 @@ HERE = Path(__file__).parent
 
 @pytest.fixture(scope="module")
 def world(spark, tmp_path_factory):
-    """(landing, lake after part one, reference gold after both parts)."""
+    """(landing, lake after part one, reference lake after both parts, its snapshot)."""
     root = tmp_path_factory.mktemp("reliability")
     messages, events = combine(generate_cases(20))
     half_m, half_e = len(messages) // 2, len(events) // 2
@@ -39,7 +39,7 @@ def world(spark, tmp_path_factory):
     write_jsonl(landing / "workflow_events" / "2.jsonl", events[half_e:])
     reference = copy_lake(base, root / "reference")
     pipeline.run(spark, str(landing), reference, max_quarantine_ratio=1.0)
-    return landing, base, snapshot(spark, reference)
+    return landing, base, reference, snapshot(spark, reference)
 
 
 def copy_lake(source: str, target: Path) -> str:
@@ -60,7 +60,7 @@ def test_a_run_killed_anywhere_is_rolled_back_and_the_next_run_converges(spark, 
     """Killed before publishing (bronze, silver), the lake is the one the reference's
     second run started from, version for version; killed while publishing (between the
     MERGEs, before the journal closes), the next run rolls back and converges."""
-    landing, base, reference = world
+    landing, base, _, reference = world
     before = {name: lake.version(table_path(base, name)) for name in TABLES}
     lakes = {point: copy_lake(base, tmp_path / point) for point in CRASH_POINTS}
     for pair in (("bronze", "commit"), ("silver", "merge")):  # two child JVMs at a time: one per core
@@ -86,7 +86,7 @@ def test_a_run_killed_anywhere_is_rolled_back_and_the_next_run_converges(spark, 
 
 
 def test_two_runs_at_once_one_proceeds_the_other_waits_or_is_refused(spark, world, tmp_path, capsys):
-    landing, base, reference = world
+    landing, base, _, reference = world
     lake_dir = copy_lake(base, tmp_path / "lake")
     first = subprocess.Popen([sys.executable, "-m", "correlake.cli", "run", "--landing", str(landing),
                               "--lake", lake_dir, "--max-quarantine-ratio", "1"],
@@ -105,7 +105,7 @@ def test_two_runs_at_once_one_proceeds_the_other_waits_or_is_refused(spark, worl
 
 
 def test_staged_run_publishes_once_and_refuses_a_lake_that_moved(spark, world, tmp_path):
-    landing, base, reference = world
+    landing, base, _, reference = world
     lake_dir = copy_lake(base, tmp_path / "lake")
     run_id = stages.prepare(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
     for stage in ("bronze", "silver", "gold"):
@@ -122,8 +122,7 @@ def test_staged_run_publishes_once_and_refuses_a_lake_that_moved(spark, world, t
 
 
 def test_rebuild_from_bronze_gives_the_same_gold(spark, world, tmp_path):
-    landing, base, reference = world
-    lake_dir = copy_lake(base, tmp_path / "lake")
-    pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
+    _, _, full, reference = world
+    lake_dir = copy_lake(full, tmp_path / "lake")
     assert cli.main(["rebuild", "--lake", lake_dir]) == 0
     assert snapshot(spark, lake_dir) == reference

@@ -98,12 +98,13 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
              .distinct().localCheckpoint())
     in_scope = lambda df: df.join(scope, SCOPE)  # noqa: E731  (adds label)
     # Routing through the touched groups' opens and messages only gives exactly their events.
-    routed = route_workflow_events(events.where(~_deployed()), in_scope(opens), in_scope(_keys(messages)))
+    routed = (route_workflow_events(events.where(~_deployed()), in_scope(opens), in_scope(_keys(messages)))
+              .select("position", "label").localCheckpoint())  # small in an increment: broadcast below
     return Recompute(
         group_changes=changes,
         scope=scope,
         messages=accepted_messages(all_messages.join(scope.select(*SCOPE), SCOPE, "left_semi")),
-        routed=all_events.join(routed.select("position", "label"), "position"))
+        routed=all_events.join(routed, "position"))
 
 
 def _touched(new_messages, new_events, messages, opens, groups, deployments) -> DataFrame:

@@ -201,8 +201,10 @@ class StagedRun:
         spark, result = self.spark, self.result
         meta = {"_ingested_at": F.current_timestamp(), "_run_id": F.lit(self.run_id)}
         history = {s: self._history(f"bronze_{s}") for s in STREAMS}
-        classified = bronze.classify(bronze.parse_landing(spark, self.plan.files),
-                                     _known_positions(spark, history)).localCheckpoint()
+        parsed = bronze.parse_landing(spark, self.plan.files)
+        if any(b is not None for b in history.values()):
+            parsed = parsed.localCheckpoint()  # its position ranges narrow the read of bronze
+        classified = bronze.classify(parsed, _known_positions(spark, history, parsed)).localCheckpoint()
         _bronze_stats(classified, result, self.plan.last_event_time)
         for s in STREAMS:
             self.store.put(f"bronze_{s}", bronze.bronze_records(classified, s).withColumns(meta))
@@ -313,17 +315,18 @@ class StagedRun:
                                    *GOLD_TABLES)]
         else:
             scope = get("scope").select(*SCOPE)
-            writes = [lambda n=name: lake.append(get(n), lake_dir, n, run_id)
-                      for name in ("quarantine", "ingested_files", "silver_workflow_events")]
-            writes += [lambda s=s: lake.append(get(f"bronze_{s}"), lake_dir, f"bronze_{s}", run_id) for s in STREAMS]
+            # the MERGEs first: they take longest
+            writes = [lambda n=name: self._restate(n, GOLD[n], scope, GOLD_KEYS[n]) for name in GOLD_TABLES]
             writes.append(lambda: self._restate("silver_messages", silver.SILVER_MESSAGE, scope, ["message_key"]))
-            if result.deployments:
-                writes.append(lambda: lake.overwrite(get("silver_deployments"), lake_dir, "silver_deployments",
-                                                     run_id))
             changes = get("key_groups")
             if self.plan.versions["key_groups"] < 0 or not changes.isEmpty():
                 writes.append(lambda: self._restate("key_groups", KEY_GROUPS, changes.select(*SCOPE), SCOPE))
-            writes += [lambda n=name: self._restate(n, GOLD[n], scope, GOLD_KEYS[n]) for name in GOLD_TABLES]
+            if result.deployments:
+                writes.append(lambda: lake.overwrite(get("silver_deployments"), lake_dir, "silver_deployments",
+                                                     run_id))
+            writes += [lambda n=name: lake.append(get(n), lake_dir, n, run_id)
+                       for name in ("quarantine", "ingested_files", "silver_workflow_events")]
+            writes += [lambda s=s: lake.append(get(f"bronze_{s}"), lake_dir, f"bronze_{s}", run_id) for s in STREAMS]
         with ThreadPoolExecutor(4) as pool:
             for future in [pool.submit(write) for write in writes]:
                 future.result()
@@ -437,14 +440,21 @@ def _bronze_stats(classified: DataFrame, result: RunResult, last_event_time: int
     result.as_of = result.as_of if result.as_of is not None else result.max_event_time
 
 
-def _known_positions(spark, history: dict) -> DataFrame:
-    """(stream, position, hash, file, line) of the records bronze already holds."""
+def _known_positions(spark, history: dict, parsed: DataFrame) -> DataFrame:
+    """(stream, position, hash, file, line) of the records bronze already holds at the
+    positions `parsed` has; bronze is read within each stream's range of new positions
+    only, so Delta skips the files outside it (positions grow with time)."""
     known = spark.createDataFrame([], "stream string, position bigint, _record_hash string, "
                                       "_source_file string, _line bigint")
+    if all(b is None for b in history.values()):
+        return known
+    ranges = {r["stream"]: (r["lo"], r["hi"]) for r in parsed.groupBy("stream").agg(
+        F.min("position").alias("lo"), F.max("position").alias("hi")).collect() if r["lo"] is not None}
     for stream, b in history.items():
-        if b is not None:
-            known = known.unionByName(b.where(~F.col("_is_replay")).select(
-                F.lit(stream).alias("stream"), "position", "_record_hash", "_source_file", "_line"))
+        if b is not None and stream in ranges:
+            known = known.unionByName(b.where(~F.col("_is_replay") & F.col("position").between(*ranges[stream]))
+                                      .select(F.lit(stream).alias("stream"), "position", "_record_hash",
+                                              "_source_file", "_line"))
     return known
 
 
