@@ -3,8 +3,7 @@
     python crash_child.py LANDING LAKE POINT
 
 POINT: bronze (while bronze is computed), silver (while key groups are computed),
-merge (after the first gold/silver MERGE has committed, others in flight),
-commit (every table written, the run's journal not yet closed).
+merge (after the first gold/silver MERGE has committed, others in flight).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ import os
 import signal
 import sys
 
-from correlake import lake, pipeline, scope, stages
+from correlake import pipeline, scope, stages
 from correlake.session import get_spark
 
 
@@ -34,8 +33,6 @@ def main(landing: str, lake_dir: str, point: str) -> None:
             die()
 
         stages.restate = restate_then_die
-    elif point == "commit":
-        lake.commit = die
     else:
         raise SystemExit(f"unknown crash point {point}")
     pipeline.run(get_spark(), landing, lake_dir, max_quarantine_ratio=1.0)
