@@ -7,7 +7,8 @@ import re
 from datetime import datetime, timezone
 from pathlib import Path
 
-from correlake.config import GOLD_TABLES, table_path
+from correlake import lake
+from correlake.config import GOLD_TABLES, TABLES, table_path
 from correlake.parsing import parse_line
 from correlake.schemas import GOLD, GOLD_TIMES
 
@@ -30,6 +31,11 @@ def write_landing(root: Path, messages: list, events: list, name: str = "part") 
     write_jsonl(root / "messages" / f"{name}.jsonl", messages)
     write_jsonl(root / "workflow_events" / f"{name}.jsonl", events)
     return root
+
+
+def versions(lake_dir: str) -> dict[str, int]:
+    """Every lake table's latest Delta version (-1: no table)."""
+    return {name: lake.version(table_path(lake_dir, name)) for name in TABLES}
 
 
 def read_gold(spark, lake: str) -> dict[str, list[dict]]:

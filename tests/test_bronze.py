@@ -10,19 +10,15 @@ import os
 
 import pytest
 
-from correlake import cli, lake, pipeline, stages
-from correlake.config import TABLES, table_path
-from helpers import write_jsonl
+from correlake import cli, pipeline, stages
+from correlake.config import table_path
+from helpers import versions, write_jsonl
 
 T0 = 1767225600000
 
 
 def m(position, key="k", **extra):
     return {"position": position, "name": "m", "correlation_key": key, "published_at": T0 + position, **extra}
-
-
-def versions(lake_dir) -> dict:
-    return {name: lake.version(table_path(lake_dir, name)) for name in TABLES}
 
 
 def table(spark, lake_dir, name):

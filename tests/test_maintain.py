@@ -10,10 +10,7 @@ from correlake import cli, lake, pipeline
 from correlake.config import TABLES, table_path
 from correlake.maintain import RETENTION_CHECK, maintain
 from correlake.workload import BASE_MS, generate
-
-
-def versions(lake_dir) -> dict:
-    return {name: lake.version(table_path(lake_dir, name)) for name in TABLES}
+from helpers import versions
 
 
 def contents(spark, lake_dir, version: dict | None = None) -> dict:

@@ -18,7 +18,7 @@ import pytest
 from correlake import cli, lake, pipeline, stages
 from correlake.config import TABLES, table_path
 from generators import combine, generate_cases
-from helpers import project, read_gold, write_jsonl
+from helpers import project, read_gold, versions, write_jsonl
 
 CRASH_POINTS = ("bronze", "silver", "merge")
 HERE = Path(__file__).parent
@@ -61,7 +61,7 @@ def test_a_run_killed_anywhere_is_rolled_back_and_the_next_run_converges(spark, 
     second run started from, version for version; killed while publishing (a MERGE
     committed, others in flight), the next run rolls back and converges."""
     landing, base, _, reference = world
-    before = {name: lake.version(table_path(base, name)) for name in TABLES}
+    before = versions(base)
     lakes = {point: copy_lake(base, tmp_path / point) for point in CRASH_POINTS}
     for pair in (("bronze", "merge"), ("silver",)):  # at most two child JVMs at a time: one per core
         procs = {point: subprocess.Popen([sys.executable, "crash_child.py", str(landing), lakes[point], point],
@@ -76,7 +76,7 @@ def test_a_run_killed_anywhere_is_rolled_back_and_the_next_run_converges(spark, 
             if lake.is_table(table_path(lake_dir, name)):
                 spark.read.format("delta").load(table_path(lake_dir, name)).count()
         if point in ("bronze", "silver"):
-            assert {name: lake.version(table_path(lake_dir, name)) for name in TABLES} == before, point
+            assert versions(lake_dir) == before, point
             continue
         assert (Path(lake_dir) / "_state" / "inflight.json").exists(), point
         result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
