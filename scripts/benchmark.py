@@ -1,10 +1,13 @@
 """Benchmark: generate a workload, run the pipeline, write a report (JSON + markdown).
 
     .venv/bin/python scripts/benchmark.py --messages 100000 --events 100000 [--skew uniform|zipf|hot]
-        [--increment 0.01] [--out .local/bench]
+        [--increment 0.01[,0.001...]] [--out .local/bench]
 
 Not run by CI. Reports time per stage and gate, rows/s, and the floor: the time the
-same Spark takes to read the same JSON and write it once to Delta.
+same Spark takes to read the same JSON and write it once to Delta. Each --increment
+share (of the first run's records, interleaved in time with them: late data) lands in
+its own folder and runs on its own copy of the first run's lake, so that increments
+of several sizes are measured on the same history.
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=100_000)
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--skew", choices=["uniform", "zipf", "hot"], default="uniform")
-    parser.add_argument("--increment", type=float, default=0.0, help="then run an increment of this share")
+    parser.add_argument("--increment", default="", help="then increments of these shares (comma-separated)")
     parser.add_argument("--out", default=".local/bench")
     args = parser.parse_args()
 
@@ -68,9 +71,11 @@ def main() -> None:
     t = time.perf_counter()
     result = pipeline.run(spark, str(landing), str(lake), max_quarantine_ratio=1.0)
     runs.append({"run": "first", "total_s": round(time.perf_counter() - t, 1), **result.timings})
-    if args.increment:
-        n_m, n_e = int(args.messages * args.increment), int(args.events * args.increment)
-        generate(landing, n_m, n_e, args.skew, seed=2, first_position=10 ** 9)
+    for i, share in enumerate(float(x) for x in args.increment.split(",") if x):
+        n_m, n_e = int(args.messages * share), int(args.events * share)
+        landing, lake = out / f"increment{i}" / "landing", out / f"increment{i}" / "lake"
+        generate(landing, n_m, n_e, args.skew, seed=2 + i, first_position=10 ** 9)
+        shutil.copytree(out / "lake", lake)
         t = time.perf_counter()
         result = pipeline.run(spark, str(landing), str(lake), max_quarantine_ratio=1.0)
         runs.append({"run": f"increment {n_m}+{n_e}", "total_s": round(time.perf_counter() - t, 1), **result.timings,
@@ -79,11 +84,11 @@ def main() -> None:
     pipeline.run(spark, str(landing), str(lake))
     runs.append({"run": "nothing new", "total_s": round(time.perf_counter() - t, 1)})
     report["runs"] = runs
-    report["floor_s"] = round(floor_seconds(spark, landing, out / "floor"), 1)
+    report["floor_s"] = round(floor_seconds(spark, out / "landing", out / "floor"), 1)
     report["records_per_s_first_run"] = round((args.messages + args.events) / runs[0]["total_s"])
     report["python_driver_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     report["jvm_peak_rss_mb"] = jvm_peak_rss_mb(spark)  # local mode: the driver and its executors
-    report["files_per_table"] = files_per_table(spark, lake)
+    report["files_per_table"] = files_per_table(spark, out / "lake")
     (out / "report.json").write_text(json.dumps(report, indent=2))
     lines = [f"# correlake benchmark: {args.messages} messages + {args.events} events ({args.skew})", "",
              f"Spark start {report['spark_start_s']} s; floor (read JSON, write Delta once) {report['floor_s']} s; "
