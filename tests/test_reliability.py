@@ -63,13 +63,15 @@ def test_a_run_killed_anywhere_is_rolled_back_and_the_next_run_converges(spark, 
     landing, base, _, reference = world
     before = versions(base)
     lakes = {point: copy_lake(base, tmp_path / point) for point in CRASH_POINTS}
-    for pair in (("bronze", "merge"), ("silver",)):  # at most two child JVMs at a time: one per core
-        procs = {point: subprocess.Popen([sys.executable, "crash_child.py", str(landing), lakes[point], point],
-                                         cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-                 for point in pair}
-        for point, proc in procs.items():
-            output = proc.communicate(timeout=600)[0]
-            assert proc.returncode == -9, f"{point}: expected a SIGKILL, got {proc.returncode}\n{output[-3000:]}"
+    spawn = lambda point: subprocess.Popen(  # noqa: E731
+        [sys.executable, "crash_child.py", str(landing), lakes[point], point],
+        cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    procs = {point: spawn(point) for point in ("bronze", "merge")}  # two child JVMs at a time: one per core
+    outputs = {"bronze": procs["bronze"].communicate(timeout=600)[0]}
+    procs["silver"] = spawn("silver")  # on the core the bronze child, first to die, left
+    outputs.update({point: procs[point].communicate(timeout=600)[0] for point in ("merge", "silver")})
+    for point, proc in procs.items():
+        assert proc.returncode == -9, f"{point}: expected a SIGKILL, got {proc.returncode}\n{outputs[point][-3000:]}"
     for point, lake_dir in lakes.items():
         assert (Path(lake_dir) / "_state" / "lock").exists(), point  # left behind by the dead process
         for name in TABLES:  # every table stays readable after the kill
