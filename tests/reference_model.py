@@ -6,7 +6,7 @@ Input: distinct parsed records (times in epoch millis). Output: gold-shaped rows
 
 from __future__ import annotations
 
-OPEN, LEFT, ENDED, DEPLOYED = "SUBSCRIPTION_OPENED", "ELEMENT_LEFT", "INSTANCE_ENDED", "PROCESS_DEPLOYED"
+OPEN = "SUBSCRIPTION_OPENED"
 
 
 def reference(messages: list[dict], events: list[dict], as_of: int | None = None) -> dict:

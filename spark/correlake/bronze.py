@@ -9,7 +9,6 @@ import gzip
 import re
 import zlib
 
-import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
@@ -82,12 +81,15 @@ def parse_landing(spark: SparkSession, files: list[LandingFile]) -> DataFrame:
             .mapInArrow(run, PARSED))
 
 
+KNOWN = "stream string, position bigint, _record_hash string, _source_file string, _line bigint"
+
+
 def classify(parsed: DataFrame, known: DataFrame) -> DataFrame:
     """Add `_is_replay` and turn conflicting positions into quarantine reasons.
 
-    `known`: (stream, position, _record_hash, _source_file, _line) of records already in
-    bronze. The record that stands for a position is the known one, else the first of
-    this run by (file path, line); an equal record is a replay, a different one a conflict.
+    `known`: records already in bronze (`KNOWN`). The record that stands for a position
+    is the known one, else the first of this run by (file path, line); an equal record is
+    a replay, a different one a conflict.
     One pass over `parsed` (bad lines have no position: they stay as they are).
     """
     ok = F.col("reason").isNull()

@@ -22,13 +22,17 @@ def number(value: float) -> str:
     return f"{value:,.3g}"
 
 
+def _layout(categories: list[str], series: dict[str, list[float]]) -> tuple[float, list[float], float, float]:
+    """The y scale's top and ticks, the plot's height and each category's width."""
+    top, ticks = _scale(max(max(v) for v in series.values()))
+    return top, ticks, HEIGHT - TOP - BOTTOM, (WIDTH - LEFT - RIGHT) / len(categories)
+
+
 def columns(categories: list[str], series: dict[str, list[float]], *, unit: str = "") -> str:
     """Grouped vertical bars: one group per category, one bar per series."""
     if not categories or not any(any(v) for v in series.values()):
         return _no_data()
-    top, ticks = _scale(max(max(v) for v in series.values()))
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    slot = plot_w / len(categories)
+    top, ticks, plot_h, slot = _layout(categories, series)
     bar = max(1.0, slot * 0.8 / len(series))
     marks = []
     for s, (name, values) in enumerate(series.items()):
@@ -45,9 +49,7 @@ def lines(categories: list[str], series: dict[str, list[float]], *, unit: str = 
     """One line per series over evenly spaced categories (e.g. hours), with a dot per point."""
     if not categories or not any(any(v) for v in series.values()):
         return _no_data()
-    top, ticks = _scale(max(max(v) for v in series.values()))
-    plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
-    slot = plot_w / len(categories)
+    top, ticks, plot_h, slot = _layout(categories, series)
     marks = []
     for s, (name, values) in enumerate(series.items()):
         color = PALETTE[s % len(PALETTE)]

@@ -14,6 +14,7 @@ import json
 import shutil
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -200,11 +201,13 @@ class StagedRun:
     def _bronze(self) -> None:
         spark, result = self.spark, self.result
         meta = {"_ingested_at": F.current_timestamp(), "_run_id": F.lit(self.run_id)}
-        history = {s: self._history(f"bronze_{s}") for s in STREAMS}
+        history = {s: b for s in STREAMS if (b := self._history(f"bronze_{s}")) is not None}
         parsed = bronze.parse_landing(spark, self.plan.files)
-        if any(b is not None for b in history.values()):
+        known = spark.createDataFrame([], bronze.KNOWN)
+        if history:
             parsed = parsed.localCheckpoint()  # its position ranges narrow the read of bronze
-        classified = bronze.classify(parsed, _known_positions(spark, history, parsed)).localCheckpoint()
+            known = _known_positions(known, history, parsed)
+        classified = bronze.classify(parsed, known).localCheckpoint()
         _bronze_stats(classified, result, self.plan.last_event_time)
         for s in STREAMS:
             self.store.put(f"bronze_{s}", bronze.bronze_records(classified, s).withColumns(meta))
@@ -305,8 +308,6 @@ class StagedRun:
         return self.result
 
     def _write(self) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
         spark, lake_dir, run_id, result = self.spark, self.lake_dir, self.run_id, self.result
         get = lambda name: self.store.get(spark, name)  # noqa: E731
         if result.rebuild:
@@ -440,18 +441,14 @@ def _bronze_stats(classified: DataFrame, result: RunResult, last_event_time: int
     result.as_of = result.as_of if result.as_of is not None else result.max_event_time
 
 
-def _known_positions(spark, history: dict, parsed: DataFrame) -> DataFrame:
-    """(stream, position, hash, file, line) of the records bronze already holds at the
-    positions `parsed` has; bronze is read within each stream's range of new positions
-    only, so Delta skips the files outside it (positions grow with time)."""
-    known = spark.createDataFrame([], "stream string, position bigint, _record_hash string, "
-                                      "_source_file string, _line bigint")
-    if all(b is None for b in history.values()):
-        return known
+def _known_positions(known: DataFrame, history: dict, parsed: DataFrame) -> DataFrame:
+    """`known` plus the records (`bronze.KNOWN`) that bronze (`history`: stream -> table)
+    already holds at the positions `parsed` has; bronze is read within each stream's range
+    of new positions only, so Delta skips the files outside it (positions grow with time)."""
     ranges = {r["stream"]: (r["lo"], r["hi"]) for r in parsed.groupBy("stream").agg(
         F.min("position").alias("lo"), F.max("position").alias("hi")).collect() if r["lo"] is not None}
     for stream, b in history.items():
-        if b is not None and stream in ranges:
+        if stream in ranges:
             known = known.unionByName(b.where(~F.col("_is_replay") & F.col("position").between(*ranges[stream]))
                                       .select(F.lit(stream).alias("stream"), "position", "_record_hash",
                                               "_source_file", "_line"))
