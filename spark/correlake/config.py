@@ -19,6 +19,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TTL_MS = 3_600_000
 DEFAULT_TENANT = "<default>"
 MAX_QUARANTINE_RATIO = 0.01
+BROADCAST_ROWS = 200_000  # a run's frames up to this size are broadcast to their joins with history (hints.py)
 
 STREAMS = ("messages", "workflow_events")
 

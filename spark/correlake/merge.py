@@ -7,6 +7,7 @@ import itertools
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from .hints import broadcast_if_small
 from .schemas import SCOPE
 from .sqlfiles import render, timestamp_literal
 
@@ -20,12 +21,13 @@ def restate(spark: SparkSession, target_path: str, rows: DataFrame, scope: DataF
     rows of those keys that are not in `rows` are deleted; the others are untouched.
     """
     columns = rows.columns
+    hint = broadcast_if_small(scope, rows)
     target = spark.read.format("delta").load(target_path)
-    gone = (target.join(scope, SCOPE, "left_semi")
-            .join(rows.select(*keys), keys, "left_anti")
+    gone = (target.join(hint(scope), SCOPE, "left_semi")
+            .join(hint(rows.select(*keys)), keys, "left_anti")
             .select(*keys))
-    changes = (rows.withColumn("_op", F.lit("U"))
-               .unionByName(gone.withColumn("_op", F.lit("D")), allowMissingColumns=True))
+    changes = hint(rows.withColumn("_op", F.lit("U"))
+                   .unionByName(gone.withColumn("_op", F.lit("D")), allowMissingColumns=True))
     view = f"correlake_changes_{next(_views)}"
     changes.createOrReplaceTempView(view)
     try:

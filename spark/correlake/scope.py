@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from .hints import broadcast_if_small
 from .routing import (grow_groups, owner_links, route_workflow_events, started_links, started_message_key,
                       updated_groups, with_label)
 from .schemas import KEY_GROUPS, SCOPE
@@ -73,6 +74,7 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
     messages = all_messages.select("position", *SCOPE, "name").localCheckpoint()
     events = all_events.select(*EVENT_KEYS).localCheckpoint()
     opens = events.where(_opened())
+    new_hint = broadcast_if_small(new_messages, new_events)
     if old_groups is None:
         groups = spark.createDataFrame([], KEY_GROUPS)
         links = owner_links(opens).unionByName(started_links(opens, _keys(messages)))
@@ -81,9 +83,9 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
         new_opens = new_events.where(_opened())
         owners = new_opens.select("tenant_id", "element_instance_key").distinct()
         in_started = opens.where(started_message_key(F.col("process_instance_key")).isNotNull())
-        links = (owner_links(opens.join(owners, ["tenant_id", "element_instance_key"], "left_semi"))
-                 .unionByName(started_links(new_opens, _keys(messages)))
-                 .unionByName(started_links(in_started, _keys(new_messages))))
+        links = (owner_links(opens.join(new_hint(owners), ["tenant_id", "element_instance_key"], "left_semi"))
+                 .unionByName(started_links(new_hint(new_opens), _keys(messages)))
+                 .unionByName(started_links(in_started, new_hint(_keys(new_messages)))))
     changes = grow_groups(groups, links).localCheckpoint()
     groups = updated_groups(groups, changes).localCheckpoint()
 
@@ -92,32 +94,35 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
         touched = with_label(keys, groups).select("tenant_id", "label").distinct().localCheckpoint()
     else:
         touched = _touched(new_messages, new_events, messages, opens, groups,
-                           deployments if redeployed else None).localCheckpoint()
-    scope = (groups.join(touched, ["tenant_id", "label"], "left_semi")
+                           deployments if redeployed else None, new_hint).localCheckpoint()
+    scope = (groups.join(broadcast_if_small(touched)(touched), ["tenant_id", "label"], "left_semi")
              .unionByName(touched.select("tenant_id", F.col("label").alias("correlation_key"), "label"))
              .distinct().localCheckpoint())
-    in_scope = lambda df: df.join(scope, SCOPE)  # noqa: E731  (adds label)
+    scope_hint = broadcast_if_small(scope)
+    in_scope = lambda df: df.join(scope_hint(scope), SCOPE)  # noqa: E731  (adds label)
     # Routing through the touched groups' opens and messages only gives exactly their events.
     routed = (route_workflow_events(events.where(~_deployed()), in_scope(opens), in_scope(_keys(messages)))
-              .select("position", "label").localCheckpoint())  # small in an increment: broadcast below
+              .select("position", "label").localCheckpoint())
     return Recompute(
         group_changes=changes,
         scope=scope,
-        messages=accepted_messages(all_messages.join(scope.select(*SCOPE), SCOPE, "left_semi")),
-        routed=all_events.join(routed, "position"))
+        messages=accepted_messages(all_messages.join(scope_hint(scope.select(*SCOPE)), SCOPE, "left_semi")),
+        routed=all_events.join(broadcast_if_small(routed)(routed), "position"))
 
 
-def _touched(new_messages, new_events, messages, opens, groups, deployments) -> DataFrame:
+def _touched(new_messages, new_events, messages, opens, groups, deployments, new_hint) -> DataFrame:
     """(tenant_id, label) of every group the new records can change: their keys' groups, the
     groups of the subscriptions (and start messages) new workflow events act on, and, for new
-    deployments, the groups of messages named by the process's start events, old or new."""
+    deployments, the groups of messages named by the process's start events, old or new.
+    `new_hint`: the hint for frames of the new records, joined with the history."""
     acting = new_events.where(~_deployed())
-    near = (opens.join(acting.select("tenant_id", "element_instance_key").distinct(),
+    near = (opens.join(new_hint(acting.select("tenant_id", "element_instance_key").distinct()),
                        ["tenant_id", "element_instance_key"], "left_semi")
-            .unionByName(opens.join(acting.select("tenant_id", "process_instance_key").distinct(),
+            .unionByName(opens.join(new_hint(acting.select("tenant_id", "process_instance_key").distinct()),
                                     ["tenant_id", "process_instance_key"], "left_semi")))
     starters = acting.select("tenant_id", started_message_key(F.col("process_instance_key")).alias("position"))
-    started = messages.join(starters.where(F.col("position").isNotNull()), ["tenant_id", "position"], "left_semi")
+    started = messages.join(new_hint(starters.where(F.col("position").isNotNull())), ["tenant_id", "position"],
+                            "left_semi")
     touched = (with_label(new_messages.select(*SCOPE), groups).select("tenant_id", "label")
                .unionByName(route_workflow_events(acting, with_label(near, groups),
                                                   with_label(_keys(started), groups)).select("tenant_id", "label")))
@@ -125,6 +130,6 @@ def _touched(new_messages, new_events, messages, opens, groups, deployments) -> 
         deployed = new_events.where(_deployed()).select("tenant_id", "bpmn_process_id")
         names = (deployments.join(deployed, ["tenant_id", "bpmn_process_id"], "left_semi")
                  .select("tenant_id", F.explode("message_start_events").alias("name")))
-        named = messages.join(names, ["tenant_id", "name"], "left_semi").select(*SCOPE)
+        named = messages.join(new_hint(names), ["tenant_id", "name"], "left_semi").select(*SCOPE)
         touched = touched.unionByName(with_label(named, groups).select("tenant_id", "label"))
     return touched.distinct()
