@@ -11,6 +11,7 @@ from pyspark.sql import SparkSession
 
 from . import lake
 from .gates import GateFailed
+from .session import release
 from .stages import MemoryStore, RunResult, StagedRun
 
 __all__ = ["GateFailed", "RunResult", "run"]
@@ -36,3 +37,4 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
         finally:
             staged.discard()
             spark.catalog.clearCache()
+            release(spark)

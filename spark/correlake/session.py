@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
-
 from pathlib import Path
 
 from .config import SparkSettings
@@ -65,3 +65,14 @@ def get_spark(settings: SparkSettings | None = None):
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def release(spark) -> None:
+    """Free what a finished run checkpointed and shuffled, for the next run in this process.
+
+    Spark's cleaner removes the blocks and shuffle files of RDDs the JVM has garbage
+    collected, which by itself may wait for its periodic GC (30 min). Python drops its
+    references first, so that the JVM's objects become unreachable.
+    """
+    gc.collect()
+    spark.sparkContext._jvm.System.gc()
