@@ -74,7 +74,8 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
     messages = all_messages.select("position", *SCOPE, "name").localCheckpoint()
     events = all_events.select(*EVENT_KEYS).localCheckpoint()
     opens = events.where(_opened())
-    new_hint = broadcast_if_small(new_messages, new_events)
+    first = old_messages is None and old_events is None  # no history: every key is new
+    new_hint = (lambda df: df) if first else broadcast_if_small(new_messages, new_events)
     if old_groups is None:
         groups = spark.createDataFrame([], KEY_GROUPS)
         links = owner_links(opens).unionByName(started_links(opens, _keys(messages)))
@@ -89,7 +90,7 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
     changes = grow_groups(groups, links).localCheckpoint()
     groups = updated_groups(groups, changes).localCheckpoint()
 
-    if old_messages is None and old_events is None:  # no history: every key is new
+    if first:
         keys = messages.select(*SCOPE).unionByName(opens.select(*SCOPE))
         touched = with_label(keys, groups).select("tenant_id", "label").distinct().localCheckpoint()
     else:
