@@ -56,7 +56,9 @@ def get_spark(settings: SparkSettings | None = None):
         "spark.databricks.delta.merge.repartitionBeforeWrite.enabled": "false",
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
         "spark.sql.maxPlanStringLength": "8192",  # long plans: explain strings cost minutes otherwise
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG}",
+        # The throughput collector: a run's checkpointed frames keep much of the heap live,
+        # on which G1 would mark concurrently all the time, on one of few cores.
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG} -XX:+UseParallelGC",
     }
     conf.update(settings.extra_conf)
     builder = SparkSession.builder.master(settings.master).appName("correlake")
