@@ -140,8 +140,14 @@ def _tenant(obj: dict) -> str:
     return value
 
 
+# Built once: `json.loads`/`json.dumps` with options build a new decoder/encoder per call.
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(value) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _CANONICAL.encode(value)
 
 
 def decode(raw: bytes) -> dict:
@@ -151,7 +157,9 @@ def decode(raw: bytes) -> dict:
     except UnicodeDecodeError as exc:
         raise BadRecord(f"non-UTF-8 bytes at offset {exc.start}") from None
     try:
-        obj = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float)
+        if text.startswith("\ufeff"):  # as json.loads does
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        obj = _DECODER.decode(text)
     except BadRecord:
         raise
     except (ValueError, RecursionError) as exc:
@@ -182,7 +190,7 @@ def parse_message(obj: dict) -> dict:
         "published_at": published_at,
         "ttl_ms": ttl,
         "message_id": message_id or None,
-        "variables": json.dumps(variables, separators=(",", ":"), ensure_ascii=False),
+        "variables": _COMPACT.encode(variables),
     }
 
 
