@@ -99,15 +99,21 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
     scope = (groups.join(broadcast_if_small(touched)(touched), ["tenant_id", "label"], "left_semi")
              .unionByName(touched.select("tenant_id", F.col("label").alias("correlation_key"), "label"))
              .distinct().localCheckpoint())
-    scope_hint = broadcast_if_small(scope)
-    in_scope = lambda df: df.join(scope_hint(scope), SCOPE)  # noqa: E731  (adds label)
+    if first:  # every key is in scope: the group table alone gives labels
+        groups_hint = broadcast_if_small(groups)
+        in_scope = lambda df: with_label(df, groups_hint(groups))  # noqa: E731
+        scoped = all_messages
+    else:
+        scope_hint = broadcast_if_small(scope)
+        in_scope = lambda df: df.join(scope_hint(scope), SCOPE)  # noqa: E731  (adds label)
+        scoped = all_messages.join(scope_hint(scope.select(*SCOPE)), SCOPE, "left_semi")
     # Routing through the touched groups' opens and messages only gives exactly their events.
     routed = (route_workflow_events(events.where(~_deployed()), in_scope(opens), in_scope(_keys(messages)))
               .select("position", "label").localCheckpoint())
     return Recompute(
         group_changes=changes,
         scope=scope,
-        messages=accepted_messages(all_messages.join(scope_hint(scope.select(*SCOPE)), SCOPE, "left_semi")),
+        messages=accepted_messages(scoped),
         routed=all_events.join(broadcast_if_small(routed)(routed), "position"))
 
 
