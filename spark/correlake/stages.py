@@ -89,8 +89,10 @@ class MemoryStore:
     def __init__(self):
         self._frames: dict[str, DataFrame] = {}
 
-    def put(self, name: str, df: DataFrame) -> DataFrame:
-        self._frames[name] = df.localCheckpoint()
+    def put(self, name: str, df: DataFrame, narrow: bool = False) -> DataFrame:
+        """Keep `df`, checkpointed; a `narrow` frame (rows and columns of checkpointed
+        frames) is kept as it is: reading it again costs a scan, copying it memory."""
+        self._frames[name] = df if narrow else df.localCheckpoint()
         return self._frames[name]
 
     def get(self, spark: SparkSession, name: str) -> DataFrame:
@@ -109,7 +111,8 @@ class DiskStore:
     def __init__(self, root: Path):
         self.root = root
 
-    def put(self, name: str, df: DataFrame) -> DataFrame:
+    def put(self, name: str, df: DataFrame, narrow: bool = False) -> DataFrame:
+        """Write `df` (narrow or not: the next stage may be another process)."""
         path = str(self.root / name)
         df.write.mode("overwrite").parquet(path)
         return df.sparkSession.read.parquet(path)
@@ -200,7 +203,8 @@ class StagedRun:
 
     def _bronze(self) -> None:
         spark, result = self.spark, self.result
-        meta = {"_ingested_at": F.current_timestamp(), "_run_id": F.lit(self.run_id)}
+        # one ingestion time, however often the frames below are computed
+        meta = {"_ingested_at": F.timestamp_millis(F.lit(int(time.time() * 1000))), "_run_id": F.lit(self.run_id)}
         history = {s: b for s in STREAMS if (b := self._history(f"bronze_{s}")) is not None}
         parsed = bronze.parse_landing(spark, self.plan.files)
         known = spark.createDataFrame([], bronze.KNOWN)
@@ -210,8 +214,8 @@ class StagedRun:
         classified = bronze.classify(parsed, known).localCheckpoint()
         _bronze_stats(classified, result, self.plan.last_event_time)
         for s in STREAMS:
-            self.store.put(f"bronze_{s}", bronze.bronze_records(classified, s).withColumns(meta))
-        self.store.put("quarantine", bronze.quarantine_records(classified).withColumns(meta))
+            self.store.put(f"bronze_{s}", bronze.bronze_records(classified, s).withColumns(meta), narrow=True)
+        self.store.put("quarantine", bronze.quarantine_records(classified).withColumns(meta), narrow=True)
         self.store.put("ingested_files", spark.createDataFrame(
             [(f.stream, f.path, f.size, f.modified_at, result.lines.get(f.path, 0)) for f in self.plan.files],
             "stream string, path string, size bigint, modified_at bigint, lines bigint").withColumns(meta))
@@ -267,7 +271,7 @@ class StagedRun:
         self.store.put("scope", work.scope)
         self.store.put("silver_messages", work.messages)
         self.store.put("routed", work.routed)
-        self.store.put("silver_workflow_events", new_events)
+        self.store.put("silver_workflow_events", new_events, narrow=not rebuild)
         self.result.touched_groups = work.scope.select("tenant_id", "label").distinct().count()
 
     # -- gold ---------------------------------------------------------------------------
