@@ -1,0 +1,21 @@
+"""The session's JVM settings and the in-memory store of a run's frames."""
+
+from pyspark.sql import functions as F
+
+from correlake.stages import MemoryStore
+
+
+def test_driver_runs_the_throughput_collector(spark):
+    beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    assert {bean.getName() for bean in beans} == {"PS Scavenge", "PS MarkSweep"}
+
+
+def test_memory_store_checkpoints_frames_and_keeps_narrow_ones_as_views(spark):
+    store = MemoryStore()
+    lines = spark.range(10).withColumn("even", F.col("id") % 2 == 0)
+    kept = store.put("lines", lines)
+    assert kept is not lines and "LogicalRDD" in kept._jdf.queryExecution().analyzed().toString()
+    evens = kept.where("even").select("id")
+    assert store.put("evens", evens, narrow=True) is evens
+    assert store.get(spark, "evens") is evens
+    assert sorted(r.id for r in store.get(spark, "evens").collect()) == [0, 2, 4, 6, 8]
