@@ -84,7 +84,8 @@ class Plan:
 
 # -- where a run's frames live between stages ------------------------------------------
 class MemoryStore:
-    """Frames checkpointed in the Spark session: one process runs every stage."""
+    """Frames kept in the Spark session, checkpointed or as views of checkpointed ones:
+    one process runs every stage."""
 
     def __init__(self):
         self._frames: dict[str, DataFrame] = {}
