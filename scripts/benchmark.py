@@ -1,13 +1,14 @@
 """Benchmark: generate a workload, run the pipeline, write a report (JSON + markdown).
 
     .venv/bin/python scripts/benchmark.py --messages 100000 --events 100000 [--skew uniform|zipf|hot]
-        [--increment 0.01[,0.001...]] [--out .local/bench]
+        [--increment 0.01[,0.001...]] [--repeat 1] [--out .local/bench]
 
 Not run by CI. Reports time per stage and gate, rows/s, and the floor: the time the
 same Spark takes to read the same JSON and write it once to Delta. Each --increment
 share (of the first run's records, interleaved in time with them: late data) lands in
 its own folder and runs on its own copy of the first run's lake, so that increments
-of several sizes are measured on the same history.
+of several sizes are measured on the same history; --repeat runs each again on fresh
+copies, to show how much a long-lived driver gains as its JVM warms up.
 """
 
 from __future__ import annotations
@@ -51,6 +52,8 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--skew", choices=["uniform", "zipf", "hot"], default="uniform")
     parser.add_argument("--increment", default="", help="then increments of these shares (comma-separated)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run each increment this many times, each on a fresh copy (JIT and codegen warm up)")
     parser.add_argument("--out", default=".local/bench")
     args = parser.parse_args()
 
@@ -73,13 +76,18 @@ def main() -> None:
     runs.append({"run": "first", "total_s": round(time.perf_counter() - t, 1), **result.timings})
     for i, share in enumerate(float(x) for x in args.increment.split(",") if x):
         n_m, n_e = int(args.messages * share), int(args.events * share)
-        landing, lake = out / f"increment{i}" / "landing", out / f"increment{i}" / "lake"
+        landing = out / f"increment{i}" / "landing"
         generate(landing, n_m, n_e, args.skew, seed=2 + i, first_position=10 ** 9)
-        shutil.copytree(out / "lake", lake)
-        t = time.perf_counter()
-        result = pipeline.run(spark, str(landing), str(lake), max_quarantine_ratio=1.0)
-        runs.append({"run": f"increment {n_m}+{n_e}", "total_s": round(time.perf_counter() - t, 1), **result.timings,
-                     "touched_groups": result.touched_groups})
+        for k in range(args.repeat):
+            lake = out / f"increment{i}" / f"lake{k}"
+            shutil.copytree(out / "lake", lake)
+            t = time.perf_counter()
+            result = pipeline.run(spark, str(landing), str(lake), max_quarantine_ratio=1.0)
+            runs.append({"run": f"increment {n_m}+{n_e}" + (f" #{k + 1}" if args.repeat > 1 else ""),
+                         "total_s": round(time.perf_counter() - t, 1), **result.timings,
+                         "touched_groups": result.touched_groups})
+            if k < args.repeat - 1:
+                shutil.rmtree(lake)
     t = time.perf_counter()
     pipeline.run(spark, str(landing), str(lake))
     runs.append({"run": "nothing new", "total_s": round(time.perf_counter() - t, 1)})

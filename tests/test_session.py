@@ -1,4 +1,4 @@
-"""The session's JVM settings and the in-memory store of a run's frames."""
+"""The session's JVM settings (collector, codegen cache) and the in-memory store of a run's frames."""
 
 from pyspark.sql import functions as F
 
@@ -19,3 +19,13 @@ def test_memory_store_checkpoints_frames_and_keeps_narrow_ones_as_views(spark):
     assert store.put("evens", evens, narrow=True) is evens
     assert store.get(spark, "evens") is evens
     assert sorted(r.id for r in store.get(spark, "evens").collect()) == [0, 2, 4, 6, 8]
+
+
+def test_compiled_queries_stay_cached_beyond_sparks_default_100(spark):
+    compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    queries = [spark.range(3).selectExpr(f"id * {i + 7} AS x") for i in range(120)]  # 120 distinct classes
+    for query in queries:
+        query.collect()
+    before = compilations.getCount()
+    assert [r.x for r in queries[0].collect()] == [0, 7, 14]
+    assert compilations.getCount() == before

@@ -56,6 +56,8 @@ def get_spark(settings: SparkSettings | None = None):
         "spark.databricks.delta.merge.repartitionBeforeWrite.enabled": "false",
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
         "spark.sql.maxPlanStringLength": "8192",  # long plans: explain strings cost minutes otherwise
+        # A run compiles ~700 distinct classes; with Spark's 100 they are compiled again and again.
+        "spark.sql.codegen.cache.maxEntries": "2000",
         # The throughput collector: a run's checkpointed frames keep much of the heap live,
         # on which G1 would mark concurrently all the time, on one of few cores.
         "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG} -XX:+UseParallelGC",
