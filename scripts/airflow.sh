@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # One command, a local Airflow: the project's set-up, the demo landing, and
 # `airflow standalone` (scheduler, DAG processor, triggerer, API server with the UI)
-# on SQLite in .local/airflow, with this project's dags/. Ctrl-C stops it.
+# on SQLite in .local/airflow, with this project's dags/, and a long-lived Spark driver
+# (`correlake serve`) that the tasks run their stages on. Ctrl-C stops both.
 #
+#   CORRELAKE_DRIVER                       the driver's socket (default .local/driver.sock);
+#                                          "none": each task starts its own Spark instead
 #   AIRFLOW_PORT                           UI / REST API port (default 8080)
 #   AIRFLOW__DATABASE__SQL_ALCHEMY_CONN    another metadata database, e.g.
 #                                          postgresql+psycopg2://user:pw@localhost/airflow
@@ -50,4 +53,13 @@ correlake: local Airflow starting (AIRFLOW_HOME=$AIRFLOW_HOME)
   DAG              correlake_hourly   landing .local/demo/landing, lake .local/airflow/lake
                    (Airflow Variables correlake_landing / correlake_lake to change them)
 EOF
-exec airflow standalone
+if [ "${CORRELAKE_DRIVER:-}" = none ]; then
+  unset CORRELAKE_DRIVER
+else
+  export CORRELAKE_DRIVER="${CORRELAKE_DRIVER:-$root/.local/driver.sock}"
+  correlake serve --socket "$CORRELAKE_DRIVER" >"$AIRFLOW_HOME/driver.log" 2>&1 &
+  driver=$!
+  trap 'kill "$driver" 2>/dev/null || true' EXIT
+  echo "  Spark driver     $CORRELAKE_DRIVER (pid $driver, log $AIRFLOW_HOME/driver.log; warming up ~2 min)"
+fi
+airflow standalone

@@ -1,24 +1,34 @@
 """Benchmark: generate a workload, run the pipeline, write a report (JSON + markdown).
 
     .venv/bin/python scripts/benchmark.py --messages 100000 --events 100000 [--skew uniform|zipf|hot]
-        [--increment 0.01[,0.001...]] [--repeat 1] [--out .local/bench]
+        [--increment 0.01[,0.001...]] [--repeat 1] [--via process|cli|driver] [--out .local/bench]
 
 Not run by CI. Reports time per stage and gate, rows/s, and the floor: the time the
 same Spark takes to read the same JSON and write it once to Delta. Each --increment
 share (of the first run's records, interleaved in time with them: late data) lands in
 its own folder and runs on its own copy of the first run's lake, so that increments
 of several sizes are measured on the same history; --repeat runs each again on fresh
-copies, to show how much a long-lived driver gains as its JVM warms up.
+copies, to show how much a long-lived driver gains as its JVM warms up. --via says what
+runs the increments: this process (default), a fresh `correlake run` process each, or
+`correlake run` on a `correlake serve` driver started (and warmed up) for them.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import resource
 import shutil
+import signal
+import subprocess
+import sys
 import time
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
+
+CORRELAKE = str(Path(sys.executable).with_name("correlake"))
 
 
 def floor_seconds(spark, landing: Path, target: Path) -> float:
@@ -46,6 +56,51 @@ def files_per_table(spark, lake: Path) -> dict:
             for name in TABLES if lake_io.is_table(table_path(lake, name))}
 
 
+def peak_rss_mb(pid: int) -> int:
+    """Peak resident memory (VmHWM) of a process."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1]) // 1024
+
+
+@contextmanager
+def served_driver(out: Path, report: dict):
+    """A `correlake serve` (default warm-up) for the increments; its socket. Records its
+    warm-up and, at the end, the peak RSS of its JVM and of its Python process."""
+    socket, log = out / "driver.sock", out / "driver.log"
+    start = time.perf_counter()
+    with open(log, "w") as sink:
+        process = subprocess.Popen([CORRELAKE, "serve", "--socket", str(socket)], stdout=sink, stderr=subprocess.STDOUT)
+    while "correlake driver: serving" not in log.read_text():
+        if process.poll() is not None:
+            raise RuntimeError(log.read_text())
+        time.sleep(1)
+    report["driver_ready_s"] = round(time.perf_counter() - start, 1)
+    report["driver_warm_up"] = re.search(r"warming up \(runs of (.*) s\)", log.read_text()).group(1)
+    try:
+        yield socket
+    finally:
+        jvm = subprocess.run(["pgrep", "-P", str(process.pid), "java"], capture_output=True, text=True).stdout.split()
+        report["driver_peak_rss_mb"] = {"jvm": peak_rss_mb(int(jvm[0])) if jvm else None,
+                                        "python": peak_rss_mb(process.pid)}
+        process.send_signal(signal.SIGTERM)
+        process.wait(120)
+
+
+def run_increment(spark, via: str, landing: Path, lake: Path, socket: Path | None) -> dict:
+    """One increment run, in this process or through the CLI; its timings (seconds)."""
+    from correlake import pipeline
+
+    if via == "process":
+        result = pipeline.run(spark, str(landing), str(lake), max_quarantine_ratio=1.0)
+        return {**result.timings, "touched_groups": result.touched_groups}
+    env = {**os.environ, "CORRELAKE_DRIVER": str(socket)} if via == "driver" else os.environ
+    done = subprocess.run([CORRELAKE, "run", "--landing", str(landing), "--lake", str(lake), "--max-quarantine-ratio",
+                           "1"], env=env, capture_output=True, text=True, check=True)
+    timings = re.search(r"timings +(.*)", done.stdout).group(1)
+    return {**{k: float(v.rstrip("s")) for k, v in (item.split(" ") for item in timings.split(", ")) if k != "total"},
+            "touched_groups": int(re.search(r"key groups recomputed (\d+)", done.stdout).group(1))}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=100_000)
@@ -54,6 +109,8 @@ def main() -> None:
     parser.add_argument("--increment", default="", help="then increments of these shares (comma-separated)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="run each increment this many times, each on a fresh copy (JIT and codegen warm up)")
+    parser.add_argument("--via", choices=["process", "cli", "driver"], default="process",
+                        help="run the increments in this process, as fresh `correlake run` processes, or on a driver")
     parser.add_argument("--out", default=".local/bench")
     args = parser.parse_args()
 
@@ -74,20 +131,21 @@ def main() -> None:
     t = time.perf_counter()
     result = pipeline.run(spark, str(landing), str(lake), max_quarantine_ratio=1.0)
     runs.append({"run": "first", "total_s": round(time.perf_counter() - t, 1), **result.timings})
-    for i, share in enumerate(float(x) for x in args.increment.split(",") if x):
-        n_m, n_e = int(args.messages * share), int(args.events * share)
-        landing = out / f"increment{i}" / "landing"
-        generate(landing, n_m, n_e, args.skew, seed=2 + i, first_position=10 ** 9)
-        for k in range(args.repeat):
-            lake = out / f"increment{i}" / f"lake{k}"
-            shutil.copytree(out / "lake", lake)
-            t = time.perf_counter()
-            result = pipeline.run(spark, str(landing), str(lake), max_quarantine_ratio=1.0)
-            runs.append({"run": f"increment {n_m}+{n_e}" + (f" #{k + 1}" if args.repeat > 1 else ""),
-                         "total_s": round(time.perf_counter() - t, 1), **result.timings,
-                         "touched_groups": result.touched_groups})
-            if k < args.repeat - 1:
-                shutil.rmtree(lake)
+    shares = [float(x) for x in args.increment.split(",") if x]
+    with served_driver(out, report) if args.via == "driver" and shares else nullcontext() as socket:
+        for i, share in enumerate(shares):
+            n_m, n_e = int(args.messages * share), int(args.events * share)
+            landing = out / f"increment{i}" / "landing"
+            generate(landing, n_m, n_e, args.skew, seed=2 + i, first_position=10 ** 9)
+            for k in range(args.repeat):
+                lake = out / f"increment{i}" / f"lake{k}"
+                shutil.copytree(out / "lake", lake)
+                t = time.perf_counter()
+                timings = run_increment(spark, args.via, landing, lake, socket)
+                runs.append({"run": f"increment {n_m}+{n_e}" + (f" #{k + 1}" if args.repeat > 1 else ""),
+                             "total_s": round(time.perf_counter() - t, 1), **timings})
+                if k < args.repeat - 1:
+                    shutil.rmtree(lake)
     t = time.perf_counter()
     pipeline.run(spark, str(landing), str(lake))
     runs.append({"run": "nothing new", "total_s": round(time.perf_counter() - t, 1)})
@@ -103,6 +161,10 @@ def main() -> None:
              f"peak RSS: Spark JVM {report['jvm_peak_rss_mb']} MB, Python driver "
              f"{report['python_driver_peak_rss_mb']} MB", "",
              f"Active files per table: {report['files_per_table']}", "",
+             f"Increments run via: {args.via}" + (f" (driver ready after {report['driver_ready_s']} s, warm-up runs "
+                                                 f"{report['driver_warm_up']} s, peak RSS "
+                                                 f"{report['driver_peak_rss_mb']} MB)" if "driver_ready_s" in report
+                                                 else ""), "",
              "| run | total s | stages |", "|---|---|---|"]
     for r in runs:
         stages = ", ".join(f"{k} {v}" for k, v in r.items() if k not in ("run", "total_s"))

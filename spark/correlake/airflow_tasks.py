@@ -1,5 +1,6 @@
 """The bodies of the Airflow DAG's tasks (`dags/correlake_hourly.py`): each resolves the
-run's settings from the Airflow context and calls `correlake.stages`, as the CLI does.
+run's settings from the Airflow context and calls `correlake.stages`, as the CLI does,
+through `correlake.driver.call`: on a long-lived driver when CORRELAKE_DRIVER names one.
 
 Imported only inside running tasks, so the DAG file stays free of Spark and GX.
 `prepare` returns the run's handle (`{"run_id", "lake"}`, pushed to XCom) or None when
@@ -17,10 +18,10 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from . import stages
 from .config import state_dir, table_path
+from .driver import call
 from .gates import GateFailed
 from .parsing import BadRecord, parse_time
-from .render import findings, summary
-from .session import get_spark
+from .render import summary
 
 log = logging.getLogger("correlake")
 logging.getLogger("py4j").setLevel(logging.WARNING)  # Airflow logs INFO: py4j would log every closed connection
@@ -59,8 +60,8 @@ def prepare(context) -> dict | None:
         raise AirflowFailException(f"landing folder {landing} does not exist (Airflow Variable correlake_landing)")
     as_of = as_of_millis(params.get("as_of"), context["dag_run"].run_type, context.get("data_interval_end"))
     print(f"landing {landing}, lake {lake}, as_of {as_of}, params {dict(params)}")
-    run_id = stages.prepare(get_spark(), None if rebuild else landing, lake, as_of=as_of,
-                            max_quarantine_ratio=params.get("max_quarantine_ratio"), rebuild=rebuild)
+    run_id = call("prepare", None if rebuild else landing, lake, as_of=as_of,
+                  max_quarantine_ratio=params.get("max_quarantine_ratio"), rebuild=rebuild)
     if run_id is None:
         print("correlake: nothing new to ingest; statuses refreshed if as_of moved; the later tasks are skipped")
         return None
@@ -69,14 +70,14 @@ def prepare(context) -> dict | None:
 
 def stage(context, name: str) -> None:
     run = _run(context)
-    getattr(stages, f"{name}_stage")(get_spark(), run["lake"], run["run_id"])
+    call(f"{name}_stage", run["lake"], run["run_id"])
 
 
 def gate(context, name: str) -> None:
     """Pass the gate, or fail the task for good (no retry: bad data stays bad) and drop the run."""
     run = _run(context)
     try:
-        stages.check(get_spark(), run["lake"], run["run_id"], name)
+        call("check", run["lake"], run["run_id"], name)
     except GateFailed as exc:
         stages.discard(run["lake"], run["run_id"])
         for line in f"FAILED — {exc}".splitlines():  # one log line per line of the report
@@ -93,7 +94,7 @@ def publish(context) -> dict:
         stages.discard(run["lake"], run["run_id"])
         raise AirflowSkipException(f"dry run: every gate passed; run {run['run_id']} discarded, nothing published")
     try:
-        result = stages.publish(get_spark(), run["lake"], run["run_id"])
+        result = call("publish", run["lake"], run["run_id"])
     except stages.LakeMoved as exc:  # a retry would meet the same moved lake
         stages.discard(run["lake"], run["run_id"])
         raise AirflowFailException(str(exc)) from None
@@ -106,4 +107,4 @@ def publish(context) -> dict:
 def stats(context) -> None:
     """The run's summary and what gold now holds."""
     print(summary(stages.RunResult(**context["ti"].xcom_pull(task_ids="publish"))))
-    print(findings(get_spark(), _run(context)["lake"]))
+    print(call("findings", _run(context)["lake"]))

@@ -1,4 +1,4 @@
-"""The `correlake` command line: run, rebuild, demo, maintain, sql, report."""
+"""The `correlake` command line: run, rebuild, demo, maintain, serve, sql, report."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from .config import state_dir
+from .config import default_driver_socket, state_dir
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
 
@@ -78,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     maintain.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                           help="wait this long for a run holding the lake's lock")
 
+    serve = sub.add_parser("serve", help="a long-lived Spark driver that runs take turns on (CORRELAKE_DRIVER)")
+    serve.add_argument("--socket", default=str(default_driver_socket()),
+                       help="Unix socket to listen on (default: $CORRELAKE_DRIVER, else <state>/driver.sock)")
+    serve.add_argument("--warm-up", type=int, default=2, metavar="ROUNDS",
+                       help="before serving, a synthetic first run and this many increments (0: none)")
+
     from . import query, report  # analyst commands: each sets its `func`
 
     query.add_parser(sub)
@@ -88,9 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
 def cmd_run(args) -> int:
     from pathlib import Path
 
-    from . import pipeline
+    from . import driver
+    from .gates import GateFailed
     from .lake import LakeBusy
-    from .session import get_spark
 
     rebuild = args.command == "rebuild"
     if rebuild and not Path(args.lake, "bronze").is_dir():
@@ -98,12 +104,12 @@ def cmd_run(args) -> int:
     if not rebuild and not Path(args.landing).is_dir():
         raise UsageError(f"landing folder {args.landing} does not exist")
     started = time.perf_counter()
-    spark = get_spark()
-    try:
-        result = pipeline.run(spark, None if rebuild else args.landing, args.lake, as_of=args.as_of,
-                              max_quarantine_ratio=getattr(args, "max_quarantine_ratio", None),
-                              wait_seconds=args.wait, rebuild=rebuild, dry_run=args.dry_run)
-    except pipeline.GateFailed as exc:
+    landing, lake_dir = (None if rebuild else str(Path(args.landing).resolve())), str(Path(args.lake).resolve())
+    try:  # absolute paths: a driver has its own working directory
+        result = driver.call("run", landing, lake_dir, as_of=args.as_of,
+                             max_quarantine_ratio=getattr(args, "max_quarantine_ratio", None),
+                             wait_seconds=args.wait, rebuild=rebuild, dry_run=args.dry_run)
+    except GateFailed as exc:
         print(f"correlake: FAILED — {exc}", file=sys.stderr)
         print("Gold was left as it was; nothing of this run was kept.", file=sys.stderr)
         return EXIT_GATE
@@ -124,7 +130,7 @@ def cmd_demo(args) -> int:
 
     from .demo import write_demo_landing
 
-    root = Path(args.dir)
+    root = Path(args.dir).resolve()
     landing, lake_dir = root / "landing", root / "lake"
     counts = write_demo_landing(landing, hours=args.hours, seed=args.seed)
     print(f"demo landing: {landing} ({counts['messages']} messages, {counts['workflow_events']} workflow events, "
@@ -132,10 +138,9 @@ def cmd_demo(args) -> int:
     code = cmd_run(argparse.Namespace(command="run", landing=str(landing), lake=str(lake_dir), as_of=None,
                                       max_quarantine_ratio=None, wait=0.0, dry_run=False))
     if code == EXIT_OK:
-        from .render import findings
-        from .session import get_spark
+        from .driver import call
 
-        print(findings(get_spark(), str(lake_dir)))
+        print(call("findings", str(lake_dir)))
     return code
 
 
@@ -145,6 +150,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command in ("run", "rebuild"):
             return cmd_run(args)
+        if args.command == "serve":
+            from pathlib import Path
+
+            from .driver import serve
+
+            serve(Path(args.socket).resolve(), args.warm_up)
+            return EXIT_OK
         if args.command == "maintain":
             from .maintain import command
 
@@ -155,10 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         print(f"correlake: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except Exception as exc:  # set-up problems surface as a clear error, not a traceback
+    except Exception as exc:  # set-up and driver problems surface as a clear error, not a traceback
+        from .driver import DriverError
         from .session import SetupError
 
-        if isinstance(exc, SetupError):
+        if isinstance(exc, (SetupError, DriverError)):
             print(f"correlake: {exc}", file=sys.stderr)
             return EXIT_USAGE
         raise

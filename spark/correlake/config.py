@@ -7,6 +7,7 @@ Environment variables:
   CORRELAKE_SPARK_CONF      extra Spark conf, "k1=v1,k2=v2"
   CORRELAKE_SHUFFLE_PARTITIONS, CORRELAKE_DRIVER_MEMORY
   CORRELAKE_MAX_QUARANTINE_RATIO   default gate threshold (0.01)
+  CORRELAKE_DRIVER          socket of a long-lived driver (`correlake serve`) to run on
 """
 
 from __future__ import annotations
@@ -69,6 +70,17 @@ def parse_conf(text: str) -> dict:
             raise ValueError(f"CORRELAKE_SPARK_CONF item {item!r} is not key=value")
         conf[key.strip()] = value.strip()
     return conf
+
+
+def driver_socket() -> Path | None:
+    """The socket of the driver that runs and stages go to; None: run in this process."""
+    value = _env("CORRELAKE_DRIVER")
+    return None if value is None else Path(value).resolve()
+
+
+def default_driver_socket() -> Path:
+    """Where `correlake serve` listens unless told otherwise."""
+    return driver_socket() or state_dir() / "driver.sock"
 
 
 def default_max_quarantine_ratio() -> float:

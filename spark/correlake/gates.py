@@ -29,6 +29,9 @@ class GateFailed(RuntimeError):
         self.gate = gate
         self.report = report
 
+    def __reduce__(self):  # it travels back from a driver (driver.py) as itself
+        return GateFailed, (self.gate, self.report)
+
 
 # -- the frames each gate validates (pure DataFrame functions) -------------------------
 def bronze_frames(messages: DataFrame, events: DataFrame) -> dict[str, DataFrame]:

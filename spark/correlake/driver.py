@@ -1,0 +1,176 @@
+"""A long-lived Spark driver: `correlake serve` keeps one SparkSession, and the JVM it
+has warmed up, across runs; `call` hands a run or a stage to it.
+
+Hourly runs otherwise start a fresh JVM each (the CLI once, Airflow once per task) and
+pay its start and its JIT warming up on every run. When `CORRELAKE_DRIVER` names the
+socket of a serving driver, `call` sends the work there; otherwise (or when no driver
+answers) it runs in this process. Either way the same functions run, on the same lake,
+under the same lock and journal: a driver killed mid-run is a crashed run.
+
+The driver serves one call at a time; the others wait. It listens on a Unix socket
+(mode 0600) and accepts only clients that hold its key (`<socket>.key`, mode 0600).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import secrets
+import shutil
+import signal
+import socket
+import sys
+import tempfile
+import time
+import traceback
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Client, Listener
+from pathlib import Path
+
+from .config import driver_socket
+
+BACKLOG = 64  # callers waiting for the driver
+
+
+class DriverError(RuntimeError):
+    """The driver failed with an error that cannot travel back as itself (its traceback)."""
+
+
+def _functions() -> dict:
+    """What a driver serves: name -> function whose first argument is the SparkSession."""
+    from . import pipeline, render, stages
+
+    return {"run": pipeline.run, "prepare": stages.prepare, "bronze_stage": stages.bronze_stage,
+            "silver_stage": stages.silver_stage, "gold_stage": stages.gold_stage, "check": stages.check,
+            "publish": stages.publish, "findings": render.findings}
+
+
+def _key_path(address: Path) -> Path:
+    return address.with_name(address.name + ".key")
+
+
+def call(name: str, *args, **kwargs):
+    """`name`(spark, *args, **kwargs) on the driver at `CORRELAKE_DRIVER`, else here."""
+    address = driver_socket()
+    if address is not None:
+        try:
+            conn = Client(str(address), family="AF_UNIX", authkey=_key_path(address).read_bytes())
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            print(f"correlake: no driver serves {address} ({exc.strerror}); running in this process",
+                  file=sys.stderr)
+        else:
+            with conn:
+                conn.send((name, args, kwargs))
+                try:
+                    ok, value = conn.recv()
+                except EOFError:
+                    raise DriverError(f"the driver at {address} stopped during {name}; the lake's journal rolls "
+                                      "back what it left unfinished at the next run") from None
+            if ok:
+                return value
+            raise value
+    from .session import get_spark
+
+    return _functions()[name](get_spark(), *args, **kwargs)
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """`exc` if it survives pickling (correlake's own errors do), else a DriverError with its traceback."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+        return exc
+    except Exception:
+        text = "".join(traceback.format_exception(exc))
+        return DriverError(f"the driver failed: {type(exc).__name__}: {exc}\n--- driver traceback ---\n{text}")
+
+
+def _listen(address: Path) -> Listener:
+    """Listen on `address` with a fresh key; refuse if another driver already listens there."""
+    address.parent.mkdir(parents=True, exist_ok=True)
+    if address.exists():
+        probe = socket.socket(socket.AF_UNIX)
+        try:
+            probe.connect(str(address))
+        except OSError:
+            address.unlink()  # left by a driver that was killed
+        else:
+            raise DriverError(f"a driver already serves {address}")
+        finally:
+            probe.close()
+    key = _key_path(address)
+    key.unlink(missing_ok=True)
+    fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(secrets.token_bytes(32))
+    old_umask = os.umask(0o177)  # the socket file is created 0600
+    try:
+        return Listener(str(address), family="AF_UNIX", backlog=BACKLOG, authkey=key.read_bytes())
+    finally:
+        os.umask(old_umask)
+
+
+def warm_up(spark, rounds: int, records: int = 50_000) -> list[float]:
+    """Compile and JIT the pipeline's code paths before the first real run: a first run of
+    `records` messages and as many events, then `rounds` late increments of 2 % on copies
+    of its lake, in a temporary folder. Returns each run's seconds."""
+    from . import pipeline
+    from .workload import generate
+
+    root = Path(tempfile.mkdtemp(prefix="correlake-warm-up-"))
+    seconds = []
+    try:
+        generate(root / "landing", records, records, "uniform")
+        generate(root / "increment", records // 50, records // 50, "uniform", seed=2, first_position=10 ** 9)
+        for i in range(rounds + 1):
+            lake = root / f"lake{i}"
+            if i:
+                shutil.copytree(root / "lake0", lake)
+            start = time.perf_counter()
+            pipeline.run(spark, str(root / ("increment" if i else "landing")), str(lake), max_quarantine_ratio=1.0)
+            seconds.append(round(time.perf_counter() - start, 1))
+            if i:
+                shutil.rmtree(lake)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return seconds
+
+
+def serve(address: Path, warm_up_rounds: int) -> None:
+    """Start Spark, warm it up, then serve calls one at a time until SIGTERM or Ctrl-C."""
+    from .session import get_spark, release
+
+    listener = _listen(address)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    try:
+        spark = get_spark()
+        if warm_up_rounds:
+            print(f"correlake driver: warming up (runs of {warm_up(spark, warm_up_rounds)} s)", flush=True)
+        functions = _functions()
+        print(f"correlake driver: serving {address} (pid {os.getpid()})", flush=True)
+        while True:
+            try:
+                conn = listener.accept()
+            except (OSError, EOFError, AuthenticationError):  # a caller without the key, or gone before it was served
+                continue
+            with conn:
+                try:
+                    name, args, kwargs = conn.recv()
+                except EOFError:
+                    continue
+                start = time.perf_counter()
+                try:
+                    reply = (True, functions[name](spark, *args, **kwargs))
+                except Exception as exc:
+                    reply = (False, _portable(exc))
+                finally:
+                    spark.catalog.clearCache()
+                    release(spark)
+                print(f"correlake driver: {name} {'done' if reply[0] else 'failed'} in "
+                      f"{time.perf_counter() - start:.1f} s", flush=True)
+                try:
+                    conn.send(reply)
+                except OSError:
+                    pass  # the caller left; the work is done (or rolled back) all the same
+    finally:
+        listener.close()
+        _key_path(address).unlink(missing_ok=True)

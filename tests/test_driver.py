@@ -1,0 +1,162 @@
+"""The long-lived driver (`correlake serve`, `driver.call`): runs and Airflow's stages on it
+give the gold of an in-process run; errors travel back as themselves; only key holders
+are served; a driver that is absent or gone is a clear fallback or error."""
+
+from __future__ import annotations
+
+import json
+import os
+import pickle
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Client, Listener
+from pathlib import Path
+
+import pytest
+
+from correlake import driver, pipeline
+from correlake.demo import write_demo_landing
+from correlake.gates import GateFailed
+from helpers import read_gold
+
+CORRELAKE = str(Path(sys.executable).with_name("correlake"))
+
+
+def _sorted(gold: dict) -> dict:
+    return {t: sorted(json.dumps(r, sort_keys=True, default=str) for r in rows) for t, rows in gold.items()}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A `correlake serve` process (no warm-up, 1 GB heap): (socket, log file)."""
+    root = tmp_path_factory.mktemp("driver")
+    socket, log = root / "driver.sock", root / "driver.log"
+    env = {**os.environ, "CORRELAKE_DRIVER_MEMORY": "1g"}
+    with open(log, "w") as out:
+        process = subprocess.Popen([CORRELAKE, "serve", "--warm-up", "0", "--socket", str(socket)], env=env,
+                                   stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.time() + 180
+    while "correlake driver: serving" not in log.read_text():
+        assert process.poll() is None and time.time() < deadline, log.read_text()
+        time.sleep(0.5)
+    yield socket, log
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(60) == 0
+    assert not socket.exists() and not socket.with_name("driver.sock.key").exists()
+
+
+@pytest.fixture(scope="module")
+def landing_and_local_lake(spark, tmp_path_factory):
+    """A small demo landing and the lake of an in-process run over it."""
+    root = tmp_path_factory.mktemp("driver_landing")
+    write_demo_landing(root / "landing", hours=1, orders_per_hour=30)
+    pipeline.run(spark, str(root / "landing"), str(root / "local_lake"))
+    return root / "landing", str(root / "local_lake")
+
+
+def _cli(socket: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([CORRELAKE, *args], env={**os.environ, "CORRELAKE_DRIVER": str(socket)}, cwd=cwd,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_a_run_on_the_driver_gives_the_gold_of_an_in_process_run(spark, served, landing_and_local_lake, tmp_path):
+    socket, log = served
+    landing, local_lake = landing_and_local_lake
+    assert stat.S_IMODE(socket.stat().st_mode) == 0o600
+    assert stat.S_IMODE(socket.with_name("driver.sock.key").stat().st_mode) == 0o600
+    with pytest.raises(AuthenticationError):  # a caller without the key is refused ...
+        Client(str(socket), family="AF_UNIX", authkey=b"not the key")
+    # ... and others are served; a relative path is the caller's, not the driver's
+    done = _cli(socket, "run", "--landing", str(landing), "--lake", "lake", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "correlake run" in done.stdout and "correlake driver: run done" in log.read_text()
+    assert _sorted(read_gold(spark, str(tmp_path / "lake"))) == _sorted(read_gold(spark, local_lake))
+    again = _cli(socket, "run", "--landing", str(landing), "--lake", str(tmp_path / "lake"))
+    assert again.returncode == 0 and "nothing new" in again.stdout
+
+
+def test_a_failing_gate_on_the_driver_fails_the_caller_with_its_report(served, landing_and_local_lake, tmp_path):
+    socket, log = served
+    landing, _ = landing_and_local_lake
+    failed = _cli(socket, "run", "--landing", str(landing), "--lake", str(tmp_path / "lake"),
+                  "--max-quarantine-ratio", "0")
+    assert failed.returncode == 1
+    assert "data-quality gate 'max_quarantine_ratio' failed" in failed.stderr and "quarantined" in failed.stderr
+    assert not (tmp_path / "lake" / "gold").exists()
+    assert "correlake driver: run failed" in log.read_text()
+
+
+def test_airflow_tasks_run_their_stages_on_the_driver(spark, served, correlake_dag, landing_and_local_lake, tmp_path,
+                                                     monkeypatch):
+    socket, log = served
+    landing, local_lake = landing_and_local_lake
+    served_before = log.read_text().count("done in")
+    monkeypatch.setenv("CORRELAKE_DRIVER", str(socket))
+    monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LANDING", str(landing))
+    monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LAKE", str(tmp_path / "lake"))
+    run = correlake_dag.test()
+    assert {str(ti.state) for ti in run.get_task_instances()} == {"success"}
+    # prepare, three stages, three gates, publish, the stats' findings
+    assert log.read_text().count("done in") - served_before == 9
+    assert _sorted(read_gold(spark, str(tmp_path / "lake"))) == _sorted(read_gold(spark, local_lake))
+
+
+def test_a_second_driver_on_the_same_socket_is_refused(served):
+    socket, _ = served
+    refused = subprocess.run([CORRELAKE, "serve", "--warm-up", "0", "--socket", str(socket)], capture_output=True,
+                             text=True, timeout=120)
+    assert refused.returncode == 2 and f"a driver already serves {socket}" in refused.stderr
+
+
+def test_without_a_driver_the_call_runs_in_this_process(demo_lake, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("CORRELAKE_DRIVER", str(tmp_path / "nobody.sock"))
+    assert driver.call("findings", demo_lake).startswith("gold:\n  messages     CORRELATED")
+    assert f"no driver serves {tmp_path / 'nobody.sock'}" in capsys.readouterr().err
+
+
+def test_a_driver_gone_mid_call_is_a_clear_error(tmp_path, monkeypatch):
+    socket = tmp_path / "gone.sock"
+    socket.with_name("gone.sock.key").write_bytes(b"k" * 32)
+    listener = Listener(str(socket), family="AF_UNIX", authkey=b"k" * 32)
+
+    def accept_and_die():
+        with listener.accept() as conn:
+            conn.recv()
+
+    thread = threading.Thread(target=accept_and_die)
+    thread.start()
+    monkeypatch.setenv("CORRELAKE_DRIVER", str(socket))
+    with pytest.raises(driver.DriverError, match="stopped during run; the lake's journal rolls back"):
+        driver.call("run", "landing", "lake")
+    thread.join()
+    listener.close()
+
+
+def test_errors_travel_back_as_themselves_or_with_their_traceback():
+    gate = pickle.loads(pickle.dumps(driver._portable(GateFailed("silver", "3 rows failed"))))
+    assert isinstance(gate, GateFailed) and (gate.gate, gate.report) == ("silver", "3 rows failed")
+
+    class Unpicklable(RuntimeError):
+        def __init__(self):
+            super().__init__("java.lang.OutOfMemoryError")
+            self.handle = threading.Lock()
+
+    try:
+        raise Unpicklable()
+    except Unpicklable as exc:
+        portable = driver._portable(exc)
+    assert isinstance(portable, driver.DriverError)
+    assert "Unpicklable: java.lang.OutOfMemoryError" in str(portable) and "driver traceback" in str(portable)
+
+
+def test_warm_up_runs_a_first_run_and_increments_and_leaves_nothing(spark):
+    before = set(Path(tempfile.gettempdir()).glob("correlake-warm-up-*"))
+    seconds = driver.warm_up(spark, rounds=1, records=400)
+    assert len(seconds) == 2 and all(s > 0 for s in seconds)
+    assert set(Path(tempfile.gettempdir()).glob("correlake-warm-up-*")) == before
