@@ -32,10 +32,8 @@ def _sorted(gold: dict) -> dict:
     return {t: sorted(json.dumps(r, sort_keys=True, default=str) for r in rows) for t, rows in gold.items()}
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """A `correlake serve` process (no warm-up, 1 GB heap): (socket, log file)."""
-    root = tmp_path_factory.mktemp("driver")
+def _start_driver(root: Path) -> tuple[subprocess.Popen, Path, Path]:
+    """A `correlake serve` process (no warm-up, 1 GB heap), once it serves: (process, socket, log file)."""
     socket, log = root / "driver.sock", root / "driver.log"
     env = {**os.environ, "CORRELAKE_DRIVER_MEMORY": "1g"}
     with open(log, "w") as out:
@@ -45,6 +43,13 @@ def served(tmp_path_factory):
     while "correlake driver: serving" not in log.read_text():
         assert process.poll() is None and time.time() < deadline, log.read_text()
         time.sleep(0.5)
+    return process, socket, log
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """A driver for this module's tests: (socket, log file)."""
+    process, socket, log = _start_driver(tmp_path_factory.mktemp("driver"))
     yield socket, log
     process.send_signal(signal.SIGTERM)
     assert process.wait(60) == 0
@@ -100,11 +105,25 @@ def test_airflow_tasks_run_their_stages_on_the_driver(spark, served, correlake_d
     monkeypatch.setenv("CORRELAKE_DRIVER", str(socket))
     monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LANDING", str(landing))
     monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LAKE", str(tmp_path / "lake"))
-    run = correlake_dag.test()
+    # the defaults, explicitly: the session's DAG object keeps an earlier test's run_conf
+    run = correlake_dag.test(run_conf={"as_of": None, "rebuild": False, "max_quarantine_ratio": None,
+                                       "dry_run": False})
     assert {str(ti.state) for ti in run.get_task_instances()} == {"success"}
     # prepare, three stages, three gates, publish, the stats' findings
     assert log.read_text().count("done in") - served_before == 9
     assert _sorted(read_gold(spark, str(tmp_path / "lake"))) == _sorted(read_gold(spark, local_lake))
+
+
+def test_a_driver_whose_jvm_died_fails_the_call_and_stops(landing_and_local_lake, tmp_path):
+    process, socket, log = _start_driver(tmp_path)
+    jvm = subprocess.run(["pgrep", "-P", str(process.pid), "java"], capture_output=True, text=True).stdout.split()
+    os.kill(int(jvm[0]), signal.SIGKILL)  # as the kernel's OOM killer would
+    landing, _ = landing_and_local_lake
+    failed = _cli(socket, "run", "--landing", str(landing), "--lake", str(tmp_path / "lake"))
+    assert failed.returncode != 0 and "the driver failed" in failed.stderr
+    assert process.wait(60) == 2  # so that a supervisor starts a new one
+    assert "Spark's JVM is gone; the driver stops" in log.read_text()
+    assert not socket.exists()
 
 
 def test_a_second_driver_on_the_same_socket_is_refused(served):
@@ -138,21 +157,16 @@ def test_a_driver_gone_mid_call_is_a_clear_error(tmp_path, monkeypatch):
     listener.close()
 
 
-def test_errors_travel_back_as_themselves_or_with_their_traceback():
+def test_correlake_errors_travel_back_as_themselves_others_with_their_traceback():
     gate = pickle.loads(pickle.dumps(driver._portable(GateFailed("silver", "3 rows failed"))))
     assert isinstance(gate, GateFailed) and (gate.gate, gate.report) == ("silver", "3 rows failed")
-
-    class Unpicklable(RuntimeError):
-        def __init__(self):
-            super().__init__("java.lang.OutOfMemoryError")
-            self.handle = threading.Lock()
-
     try:
-        raise Unpicklable()
-    except Unpicklable as exc:
-        portable = driver._portable(exc)
-    assert isinstance(portable, driver.DriverError)
-    assert "Unpicklable: java.lang.OutOfMemoryError" in str(portable) and "driver traceback" in str(portable)
+        raise MemoryError("java.lang.OutOfMemoryError: Java heap space")
+    except MemoryError as exc:
+        other = pickle.loads(pickle.dumps(driver._portable(exc)))
+    assert isinstance(other, driver.DriverError)
+    assert "MemoryError: java.lang.OutOfMemoryError: Java heap space" in str(other)
+    assert "--- driver traceback ---" in str(other) and "test_driver.py" in str(other)
 
 
 def test_warm_up_runs_a_first_run_and_increments_and_leaves_nothing(spark):

@@ -33,7 +33,7 @@ BACKLOG = 64  # callers waiting for the driver
 
 
 class DriverError(RuntimeError):
-    """The driver failed with an error that cannot travel back as itself (its traceback)."""
+    """The driver failed, or is gone; for errors other than correlake's own, with the driver's traceback."""
 
 
 def _functions() -> dict:
@@ -75,13 +75,15 @@ def call(name: str, *args, **kwargs):
 
 
 def _portable(exc: BaseException) -> BaseException:
-    """`exc` if it survives pickling (correlake's own errors do), else a DriverError with its traceback."""
-    try:
-        pickle.loads(pickle.dumps(exc))
-        return exc
-    except Exception:
-        text = "".join(traceback.format_exception(exc))
-        return DriverError(f"the driver failed: {type(exc).__name__}: {exc}\n--- driver traceback ---\n{text}")
+    """`exc` itself if it is one of correlake's errors (a failed gate, a busy lake...), else
+    a DriverError with its type, message and the driver's traceback."""
+    if type(exc).__module__.startswith(f"{__package__}."):
+        try:
+            return pickle.loads(pickle.dumps(exc))
+        except Exception:
+            pass
+    text = "".join(traceback.format_exception(exc))
+    return DriverError(f"the driver failed: {type(exc).__name__}: {exc}\n--- driver traceback ---\n{text}")
 
 
 def _listen(address: Path) -> Listener:
@@ -135,9 +137,45 @@ def warm_up(spark, rounds: int, records: int = 50_000) -> list[float]:
     return seconds
 
 
+def _alive(spark) -> bool:
+    """Whether the session still answers (a JVM that was killed or ran out of memory does not)."""
+    try:
+        spark.range(1).collect()
+        return True
+    except Exception:
+        return False
+
+
+def _serve_one(conn, spark, functions: dict) -> bool:
+    """Run one caller's call and send back its result or error; False if Spark did not survive it."""
+    from .session import release
+
+    try:
+        name, args, kwargs = conn.recv()
+    except EOFError:  # gone before it asked
+        return True
+    start = time.perf_counter()
+    try:
+        reply = (True, functions[name](spark, *args, **kwargs))
+    except Exception as exc:
+        reply = (False, _portable(exc))
+    alive = reply[0] or _alive(spark)
+    if alive:
+        spark.catalog.clearCache()
+        release(spark)
+    print(f"correlake driver: {name} {'done' if reply[0] else 'failed'} in {time.perf_counter() - start:.1f} s",
+          flush=True)
+    try:
+        conn.send(reply)
+    except OSError:
+        pass  # the caller left; the work is done (or rolled back) all the same
+    return alive
+
+
 def serve(address: Path, warm_up_rounds: int) -> None:
-    """Start Spark, warm it up, then serve calls one at a time until SIGTERM or Ctrl-C."""
-    from .session import get_spark, release
+    """Start Spark, warm it up, then serve calls one at a time until SIGTERM or Ctrl-C;
+    stop with a DriverError if Spark's JVM dies, so that a supervisor starts a new driver."""
+    from .session import get_spark
 
     listener = _listen(address)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -150,27 +188,11 @@ def serve(address: Path, warm_up_rounds: int) -> None:
         while True:
             try:
                 conn = listener.accept()
-            except (OSError, EOFError, AuthenticationError):  # a caller without the key, or gone before it was served
+            except (OSError, EOFError, AuthenticationError):  # a caller without the key, or gone already
                 continue
             with conn:
-                try:
-                    name, args, kwargs = conn.recv()
-                except EOFError:
-                    continue
-                start = time.perf_counter()
-                try:
-                    reply = (True, functions[name](spark, *args, **kwargs))
-                except Exception as exc:
-                    reply = (False, _portable(exc))
-                finally:
-                    spark.catalog.clearCache()
-                    release(spark)
-                print(f"correlake driver: {name} {'done' if reply[0] else 'failed'} in "
-                      f"{time.perf_counter() - start:.1f} s", flush=True)
-                try:
-                    conn.send(reply)
-                except OSError:
-                    pass  # the caller left; the work is done (or rolled back) all the same
+                if not _serve_one(conn, spark, functions):
+                    raise DriverError("Spark's JVM is gone; the driver stops (start it again)")
     finally:
         listener.close()
         _key_path(address).unlink(missing_ok=True)
