@@ -40,11 +40,6 @@ def floor_seconds(spark, landing: Path, target: Path) -> float:
     return time.perf_counter() - start
 
 
-def jvm_peak_rss_mb(spark) -> int:
-    """Peak resident memory (VmHWM) of the Spark JVM."""
-    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1]) // 1024
 
 
 def files_per_table(spark, lake: Path) -> dict:
@@ -60,6 +55,11 @@ def peak_rss_mb(pid: int) -> int:
     """Peak resident memory (VmHWM) of a process."""
     status = Path(f"/proc/{pid}/status").read_text()
     return int(next(line for line in status.splitlines() if line.startswith("VmHWM")).split()[1]) // 1024
+
+
+def jvm_peak_rss_mb(spark) -> int:
+    """Peak resident memory of this process's Spark JVM."""
+    return peak_rss_mb(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
 
 
 @contextmanager
