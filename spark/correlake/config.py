@@ -57,7 +57,8 @@ class SparkSettings:
     master: str = field(default_factory=lambda: _env("CORRELAKE_SPARK_MASTER", "local[*]"))
     jars_dir: Path = field(default_factory=lambda: Path(_env("CORRELAKE_JARS", str(state_dir() / "jars"))))
     shuffle_partitions: int = field(default_factory=lambda: int(_env("CORRELAKE_SHUFFLE_PARTITIONS", "4")))
-    driver_memory: str = field(default_factory=lambda: _env("CORRELAKE_DRIVER_MEMORY", "4g"))
+    # the heap; the JVM's resident memory is about 0.6 GB more (metaspace, code cache, Arrow buffers)
+    driver_memory: str = field(default_factory=lambda: _env("CORRELAKE_DRIVER_MEMORY", "3g"))
     extra_conf: dict = field(default_factory=lambda: parse_conf(_env("CORRELAKE_SPARK_CONF", "")))
 
 
