@@ -60,6 +60,6 @@ else
   correlake serve --socket "$CORRELAKE_DRIVER" >"$AIRFLOW_HOME/driver.log" 2>&1 &
   driver=$!
   trap 'kill "$driver" 2>/dev/null || true' EXIT
-  echo "  Spark driver     $CORRELAKE_DRIVER (pid $driver, log $AIRFLOW_HOME/driver.log; warming up ~2 min)"
+  echo "  Spark driver     $CORRELAKE_DRIVER (pid $driver, log $AIRFLOW_HOME/driver.log; warming up, ~1.5 min)"
 fi
 airflow standalone
