@@ -30,6 +30,7 @@ from pathlib import Path
 from .config import driver_socket
 
 BACKLOG = 64  # callers waiting for the driver
+FREES_ITS_MEMORY = {"run"}  # pipeline.run releases its run's memory itself; after the others, the driver does
 
 
 class DriverError(RuntimeError):
@@ -160,7 +161,7 @@ def _serve_one(conn, spark, functions: dict) -> bool:
     except Exception as exc:
         reply = (False, _portable(exc))
     alive = reply[0] or _alive(spark)
-    if alive:
+    if alive and name not in FREES_ITS_MEMORY:
         spark.catalog.clearCache()
         release(spark)
     print(f"correlake driver: {name} {'done' if reply[0] else 'failed'} in {time.perf_counter() - start:.1f} s",
