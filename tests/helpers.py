@@ -50,6 +50,12 @@ def read_gold(spark, lake: str) -> dict[str, list[dict]]:
     return out
 
 
+def sorted_gold(spark, lake: str) -> dict[str, list[str]]:
+    """Every gold table as its sorted rows (JSON): equal for equal contents in any order."""
+    return {table: sorted(json.dumps(row, sort_keys=True, default=str) for row in rows)
+            for table, rows in read_gold(spark, lake).items()}
+
+
 def iso_to_millis(text: str | None) -> int | None:
     if text is None:
         return None

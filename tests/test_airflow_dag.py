@@ -16,7 +16,7 @@ from correlake import cli
 from correlake.config import GOLD_TABLES, table_path
 from correlake.lake import version
 from correlake.stages import staged_runs_dir
-from helpers import read_gold, write_jsonl
+from helpers import sorted_gold, write_jsonl
 
 DAG_FILE = Path(__file__).resolve().parents[1] / "dags" / "correlake_hourly.py"
 TASKS = ["prepare", "bronze", "gate_bronze", "silver", "gate_silver", "gold", "gate_gold", "publish", "stats"]
@@ -79,10 +79,6 @@ def _states(run) -> dict[str, str]:
     return {ti.task_id: str(ti.state) for ti in run.get_task_instances()}
 
 
-def _sorted(gold: dict[str, list[dict]]) -> dict[str, list[str]]:
-    return {table: sorted(json.dumps(row, sort_keys=True, default=str) for row in rows) for table, rows in gold.items()}
-
-
 def _gold_versions(lake: Path) -> dict[str, int]:
     return {t: version(table_path(lake, t)) for t in GOLD_TABLES}
 
@@ -95,7 +91,7 @@ def test_dag_test_runs_every_task_and_its_gold_equals_the_clis(spark, airflow_ru
     run, landing, lake = airflow_run
     assert set(_states(run).values()) == {"success"}
     assert cli.main(["run", "--landing", str(landing), "--lake", str(tmp_path / "cli_lake")]) == 0
-    assert _sorted(read_gold(spark, str(lake))) == _sorted(read_gold(spark, str(tmp_path / "cli_lake")))
+    assert sorted_gold(spark, str(lake)) == sorted_gold(spark, str(tmp_path / "cli_lake"))
     with create_session() as session:
         events = session.scalars(select(AssetEvent).where(AssetEvent.source_run_id == run.run_id)).all()
         assert sorted(e.extra["path"] for e in events) == sorted(table_path(lake, t) for t in GOLD_TABLES)

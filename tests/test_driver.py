@@ -4,7 +4,6 @@ are served; a driver that is absent or gone is a clear fallback or error."""
 
 from __future__ import annotations
 
-import json
 import os
 import pickle
 import signal
@@ -23,13 +22,9 @@ import pytest
 from correlake import driver, pipeline
 from correlake.demo import write_demo_landing
 from correlake.gates import GateFailed
-from helpers import read_gold
+from helpers import sorted_gold
 
 CORRELAKE = str(Path(sys.executable).with_name("correlake"))
-
-
-def _sorted(gold: dict) -> dict:
-    return {t: sorted(json.dumps(r, sort_keys=True, default=str) for r in rows) for t, rows in gold.items()}
 
 
 def _start_driver(root: Path) -> tuple[subprocess.Popen, Path, Path]:
@@ -81,7 +76,7 @@ def test_a_run_on_the_driver_gives_the_gold_of_an_in_process_run(spark, served, 
     done = _cli(socket, "run", "--landing", str(landing), "--lake", "lake", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "correlake run" in done.stdout and "correlake driver: run done" in log.read_text()
-    assert _sorted(read_gold(spark, str(tmp_path / "lake"))) == _sorted(read_gold(spark, local_lake))
+    assert sorted_gold(spark, str(tmp_path / "lake")) == sorted_gold(spark, local_lake)
     again = _cli(socket, "run", "--landing", str(landing), "--lake", str(tmp_path / "lake"))
     assert again.returncode == 0 and "nothing new" in again.stdout
 
@@ -111,7 +106,7 @@ def test_airflow_tasks_run_their_stages_on_the_driver(spark, served, correlake_d
     assert {str(ti.state) for ti in run.get_task_instances()} == {"success"}
     # prepare, three stages, three gates, publish, the stats' findings
     assert log.read_text().count("done in") - served_before == 9
-    assert _sorted(read_gold(spark, str(tmp_path / "lake"))) == _sorted(read_gold(spark, local_lake))
+    assert sorted_gold(spark, str(tmp_path / "lake")) == sorted_gold(spark, local_lake)
 
 
 def test_a_driver_whose_jvm_died_fails_the_call_and_stops(landing_and_local_lake, tmp_path):
