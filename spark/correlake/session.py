@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from .config import SparkSettings
+from .config import SparkSettings, state_dir
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 
@@ -46,6 +46,8 @@ def get_spark(settings: SparkSettings | None = None):
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         "spark.driver.memory": settings.driver_memory,
         "spark.sql.session.timeZone": "UTC",
+        # Spark creates this folder at start; by default it would be an empty one in the working directory
+        "spark.sql.warehouse.dir": str(state_dir() / "spark-warehouse"),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
