@@ -3,6 +3,8 @@ and many of them combined into one landing (one tenant prefix each)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -18,13 +20,28 @@ ELEMENT_TYPES = ["INTERMEDIATE_CATCH_EVENT", "RECEIVE_TASK", "BOUNDARY_EVENT", "
 OWNERS = [("e1", "P1", "i1"), ("e2", "P1", "i1"), ("e3", "P2", "i2"), ("e4", "P1", "i3"), ("e5", "P2", "i4")]
 
 
+@dataclass(frozen=True)
+class Profile:
+    """What a case's records are drawn from."""
+    mix: str = "OOOOLEDD"  # its workflow events: O opened, L element left, E instance ended, D deployed
+    keys: tuple = tuple(KEYS)
+    ttls: tuple = (None, 0, 700, 3000, 60_000)
+    ends_only_started: bool = False  # every INSTANCE_ENDED names a message-started instance
+
+
+EVERY_RULE = Profile()
+# Message start events: few keys, long TTLs, deployments and many ends of message-started
+# instances, so that the per-key lock is taken, blocks a message and passes it on (rules 19-21).
+START_EVENTS = Profile(mix="DDEEEEOL", keys=("k1", "k1", "k2"), ttls=(None, 60_000), ends_only_started=True)
+
+
 def _time(draw) -> int | str:
     ms = BASE_MS + draw(st.integers(0, 14)) * 500
     return ms if draw(st.booleans()) else millis_to_iso(ms)
 
 
 @st.composite
-def streams(draw, max_messages: int = 10, max_events: int = 14) -> dict:
+def streams(draw, max_messages: int = 10, max_events: int = 14, profile: Profile = EVERY_RULE) -> dict:
     """One case: {'messages': [...], 'workflow_events': [...]} with unique positions."""
     n_m = draw(st.integers(0, max_messages))
     n_e = draw(st.integers(0, max_events))
@@ -32,9 +49,9 @@ def streams(draw, max_messages: int = 10, max_events: int = 14) -> dict:
     tenants = ["t1", "t2"] if draw(st.integers(0, 4)) == 0 else ["t1"]
     messages = []
     for pos in positions[:n_m]:
-        m = {"position": pos, "name": draw(st.sampled_from(NAMES)), "correlation_key": draw(st.sampled_from(KEYS)),
+        m = {"position": pos, "name": draw(st.sampled_from(NAMES)), "correlation_key": draw(st.sampled_from(profile.keys)),
              "published_at": _time(draw), "variables": {"p": pos}, "tenant_id": draw(st.sampled_from(tenants))}
-        ttl = draw(st.sampled_from([None, 0, 700, 3000, 60_000]))
+        ttl = draw(st.sampled_from(profile.ttls))
         if ttl is not None:
             m["ttl_ms"] = ttl
         message_id = draw(st.sampled_from([None, None, "", "x", "y"]))
@@ -45,7 +62,7 @@ def streams(draw, max_messages: int = 10, max_events: int = 14) -> dict:
     owners = OWNERS + [(f"s{i}", sk.split(":")[1], sk) for i, sk in enumerate(started[:4])]
     events = []
     for pos in positions[n_m:]:
-        kind = draw(st.sampled_from(["O", "O", "O", "O", "L", "E", "D", "D"]))
+        kind = draw(st.sampled_from(profile.mix))
         e = {"position": pos, "timestamp": _time(draw), "tenant_id": draw(st.sampled_from(tenants))}
         if kind == "O":
             eik, process, pik = draw(st.sampled_from(owners))
@@ -58,7 +75,7 @@ def streams(draw, max_messages: int = 10, max_events: int = 14) -> dict:
         elif kind == "L":
             e.update(type="ELEMENT_LEFT", element_instance_key=draw(st.sampled_from(owners))[0])
         elif kind == "E":
-            pool = started if started and draw(st.booleans()) else [o[2] for o in owners]
+            pool = started if started and (profile.ends_only_started or draw(st.booleans())) else [o[2] for o in owners]
             e.update(type="INSTANCE_ENDED", process_instance_key=draw(st.sampled_from(pool)))
         else:
             e.update(type="PROCESS_DEPLOYED", bpmn_process_id=draw(st.sampled_from(PROCESSES)),
@@ -82,13 +99,13 @@ def combine(cases: list[dict]) -> tuple[list, list]:
     return messages, events
 
 
-def generate_cases(n: int) -> list[dict]:
+def generate_cases(n: int, profile: Profile = EVERY_RULE) -> list[dict]:
     """n cases drawn by Hypothesis (collected, so that they share one pipeline run)."""
     cases: list[dict] = []
 
     @settings(max_examples=n, phases=[Phase.generate], deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
-    @given(streams())
+    @given(streams(profile=profile))
     def collect(case):
         cases.append(case)
 

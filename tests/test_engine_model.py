@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from correlake.dedup import dedup_messages
 from correlake.engine import correlate_partition
-from generators import streams
+from generators import START_EVENTS, streams
 from helpers import parsed
 from reference_model import reference
 
@@ -48,8 +49,8 @@ def canon(rows: list[dict]) -> list:
     return sorted((tuple(sorted(r.items())) for r in rows), key=repr)
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(streams())
+@settings(max_examples=1600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(streams(), streams(profile=START_EVENTS)))
 def test_engine_matches_reference(case):
     messages = parsed("messages", case["messages"])
     events = parsed("workflow_events", case["workflow_events"])

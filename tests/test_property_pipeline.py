@@ -12,11 +12,12 @@ import random
 import pytest
 
 from correlake import pipeline
-from generators import combine, generate_cases
+from generators import START_EVENTS, combine, generate_cases
 from helpers import assert_gold_equals, parsed, project, read_gold, write_jsonl
 from reference_model import reference
 
 CASES = 60
+START_EVENT_CASES = 40  # more of the per-key lock of message start events (rules 19-21)
 
 
 def run_pipeline(spark, lake: str, root, chunks: list[tuple[list, list]]) -> dict:
@@ -30,8 +31,8 @@ def run_pipeline(spark, lake: str, root, chunks: list[tuple[list, list]]) -> dic
 
 @pytest.mark.slow
 def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_path_factory):
-    cases = generate_cases(CASES)
-    assert len(cases) >= 50
+    cases = generate_cases(CASES) + generate_cases(START_EVENT_CASES, START_EVENTS)
+    assert len(cases) >= 90
     messages, events = combine(cases)
     want = reference(parsed("messages", messages), parsed("workflow_events", events))
 
