@@ -33,6 +33,14 @@ def demo_lake(spark, tmp_path_factory):
 
 # -- Airflow (tests/test_airflow_*.py) -------------------------------------------------
 AIRFLOW_PASSWORD = "correlake-test"
+AIRFLOW_BIN = str(Path(sys.executable).with_name("airflow"))
+
+
+def airflow_env(home: Path) -> dict[str, str]:
+    """Airflow settings of a test home: this repo's dags/, no example DAGs."""
+    return {"AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(Path(__file__).resolve().parents[1] / "dags"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
 
 
 @pytest.fixture(scope="session")
@@ -43,15 +51,12 @@ def airflow_home(tmp_path_factory):
     passwords = home / "passwords.json"
     passwords.write_text(json.dumps({"admin": AIRFLOW_PASSWORD}))
     os.environ.update({
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(Path(__file__).resolve().parents[1] / "dags"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        **airflow_env(home),
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
     })
-    airflow = str(Path(sys.executable).with_name("airflow"))
     for command in (["db", "migrate"], ["dags", "reserialize"]):
-        subprocess.run([airflow, *command], check=True, capture_output=True)
+        subprocess.run([AIRFLOW_BIN, *command], check=True, capture_output=True)
     return home
 
 

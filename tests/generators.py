@@ -49,8 +49,9 @@ def streams(draw, max_messages: int = 10, max_events: int = 14, profile: Profile
     tenants = ["t1", "t2"] if draw(st.integers(0, 4)) == 0 else ["t1"]
     messages = []
     for pos in positions[:n_m]:
-        m = {"position": pos, "name": draw(st.sampled_from(NAMES)), "correlation_key": draw(st.sampled_from(profile.keys)),
-             "published_at": _time(draw), "variables": {"p": pos}, "tenant_id": draw(st.sampled_from(tenants))}
+        m = {"position": pos, "name": draw(st.sampled_from(NAMES)),
+             "correlation_key": draw(st.sampled_from(profile.keys)), "published_at": _time(draw),
+             "variables": {"p": pos}, "tenant_id": draw(st.sampled_from(tenants))}
         ttl = draw(st.sampled_from(profile.ttls))
         if ttl is not None:
             m["ttl_ms"] = ttl

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -119,3 +120,10 @@ def assert_gold_equals(got: dict, want: dict) -> None:
             raise AssertionError(f"gold/{table} differs from the reference model for tenants {tenants[:5]}:\n"
                                  f"  only in gold: {sorted(set(g) - set(w), key=repr)[:4]}\n"
                                  f"  only in model: {sorted(set(w) - set(g), key=repr)[:4]}")
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 that nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]

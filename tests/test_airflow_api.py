@@ -5,7 +5,6 @@ with validated params through the REST API v2, and the UI shows a successful run
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -14,7 +13,8 @@ from pathlib import Path
 import pytest
 import requests
 
-from conftest import AIRFLOW_PASSWORD
+from conftest import AIRFLOW_BIN, AIRFLOW_PASSWORD
+from helpers import free_port
 from test_airflow_dag import TASKS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,12 +24,10 @@ DAG = "correlake_hourly"
 @pytest.fixture(scope="module")
 def api_server(airflow_home):
     """`airflow api-server` on a free port of 127.0.0.1; its base URL."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = open(airflow_home / "api-server.log", "wb")
-    server = subprocess.Popen([str(Path(sys.executable).with_name("airflow")), "api-server", "-H", "127.0.0.1",
+    server = subprocess.Popen([AIRFLOW_BIN, "api-server", "-H", "127.0.0.1",
                                "-p", str(port)], env={**os.environ, "AIRFLOW__API__BASE_URL": url},
                               stdout=log, stderr=subprocess.STDOUT)
     try:

@@ -6,21 +6,18 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pytest
 
+from conftest import AIRFLOW_BIN, airflow_env
 from correlake import cli
 from correlake.demo import write_demo_landing
-from helpers import sorted_gold
+from helpers import free_port, sorted_gold
 from test_airflow_dag import TASKS
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def _postgres_bin() -> Path | None:
@@ -45,9 +42,7 @@ def postgres():
     if os.geteuid() == 0:
         shutil.chown(root, "postgres", "postgres")
         as_owner = ["runuser", "-u", "postgres", "--"]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     data = root / "data"
     subprocess.run([*as_owner, str(bin_dir / "initdb"), "-D", str(data), "-A", "trust", "-U", "airflow", "-E", "UTF8",
                     "--no-sync"], check=True, capture_output=True)
@@ -73,17 +68,14 @@ def test_the_dag_runs_with_its_metadata_in_postgresql(spark, postgres, tmp_path)
     write_demo_landing(landing, hours=1, orders_per_hour=30)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "CORRELAKE_DRIVER"}
     env.update({
-        "AIRFLOW_HOME": str(home),
+        **airflow_env(home),
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": postgres,
-        "AIRFLOW__CORE__DAGS_FOLDER": str(ROOT / "dags"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW_VAR_CORRELAKE_LANDING": str(landing),
         "AIRFLOW_VAR_CORRELAKE_LAKE": str(lake),
     })
-    airflow = str(Path(sys.executable).with_name("airflow"))
     for command in (["db", "migrate"], ["dags", "reserialize"], ["dags", "test", "correlake_hourly"]):
         start = time.perf_counter()
-        done = subprocess.run([airflow, *command], env=env, capture_output=True, text=True, timeout=600)
+        done = subprocess.run([AIRFLOW_BIN, *command], env=env, capture_output=True, text=True, timeout=600)
         print(f"airflow {' '.join(command)}: {time.perf_counter() - start:.1f} s")
         assert done.returncode == 0, f"airflow {' '.join(command)}:\n{(done.stdout + done.stderr)[-4000:]}"
 
