@@ -156,6 +156,15 @@ def test_r13_event_subprocess_closes_only_event_subprocess_siblings():
                          ("scope", "c"): (None, None, 0)}
 
 
+def test_r17_first_opened_is_ranked_by_its_own_position_also_in_a_group():
+    """A reading (README: Where the spec leaves room): X's group opens at its lowest
+    position (1), yet X/a ranks by its own position (3), after Y/a (2)."""
+    g = run([msg(4, 2, name="a")], [sub(1, 1, "X", name="b", pik="i1"), sub(3, 1, "X", name="a", pik="i1"),
+                                    sub(2, 1, "Y", name="a", pik="i2")])
+    assert g["pairs"] == [(4, "Y", 2 * S)]
+    assert g["subs"][("X", "a")] == g["subs"][("X", "b")] == (None, None, 0)
+
+
 def test_r14_pull_takes_the_first_published_fifo():
     g = run([msg(2, 1), msg(1, 0), msg(3, 2)], [sub(9, 3, "e")])
     assert g["pairs"] == [(1, "e", 3 * S)]
@@ -205,6 +214,18 @@ def test_r20a_first_end_counts_and_an_early_end_is_held_until_start():
     g = run([msg(1, 5)], [deploy(2, 0), ended(3, 1, "msg-start:p:1"), ended(4, 9, "msg-start:p:1")])
     inst = g["message_started_instances"][0]
     assert inst["started_at"] == inst["ended_at"] == 5 * S
+
+
+def test_r20a_a_held_end_does_nothing_until_its_instance_starts():
+    """A reading (README: Where the spec leaves room): until the message starts the
+    instance, a subscription opened in it takes messages; the start's held end closes it."""
+    g = run([msg(4, 2, name="b"), msg(5, 3, name="a")],
+            [deploy(1, 0, starts=["a"]), ended(3, 2, "msg-start:p:5"),
+             sub(2, 1, "s", name="b", pik="msg-start:p:5", etype="BOUNDARY_EVENT", interrupting=False)])
+    assert g["pairs"] == [(4, "s", 2 * S), (5, "msg-start:p:5", 3 * S)]
+    assert g["subs"][("s", "b")] == (3 * S, "INSTANCE_ENDED", 1)
+    inst = g["message_started_instances"][0]
+    assert inst["started_at"] == inst["ended_at"] == 3 * S
 
 
 def test_r21_release_starts_the_oldest_buffered_candidate_across_start_events():
