@@ -66,22 +66,18 @@ def jvm_peak_rss_mb(spark) -> int:
 def served_driver(out: Path, report: dict):
     """A `correlake serve` (default warm-up) for the increments; its socket. Records its
     warm-up and, at the end, the peak RSS of its JVM and of its Python process."""
+    from correlake.driver import jvm_pid, spawn
+
     socket, log = out / "driver.sock", out / "driver.log"
     start = time.perf_counter()
-    with open(log, "w") as sink:
-        process = subprocess.Popen([CORRELAKE, "serve", "--socket", str(socket)], stdout=sink, stderr=subprocess.STDOUT)
-    while "correlake driver: serving" not in log.read_text():
-        if process.poll() is not None:
-            raise RuntimeError(log.read_text())
-        time.sleep(1)
+    process = spawn(socket, log)
     report["driver_ready_s"] = round(time.perf_counter() - start, 1)
     report["driver_warm_up"] = re.search(r"warming up \(runs of (.*) s\)", log.read_text()).group(1)
     try:
         yield socket
     finally:
-        jvm = subprocess.run(["pgrep", "-P", str(process.pid), "java"], capture_output=True, text=True).stdout.split()
-        report["driver_peak_rss_mb"] = {"jvm": peak_rss_mb(int(jvm[0])) if jvm else None,
-                                        "python": peak_rss_mb(process.pid)}
+        jvm = jvm_pid(process)
+        report["driver_peak_rss_mb"] = {"jvm": peak_rss_mb(jvm) if jvm else None, "python": peak_rss_mb(process.pid)}
         process.send_signal(signal.SIGTERM)
         process.wait(120)
 

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Listener
 from pathlib import Path
@@ -30,14 +29,8 @@ CORRELAKE = str(Path(sys.executable).with_name("correlake"))
 def _start_driver(root: Path) -> tuple[subprocess.Popen, Path, Path]:
     """A `correlake serve` process (no warm-up, 1 GB heap), once it serves: (process, socket, log file)."""
     socket, log = root / "driver.sock", root / "driver.log"
-    env = {**os.environ, "CORRELAKE_DRIVER_MEMORY": "1g"}
-    with open(log, "w") as out:
-        process = subprocess.Popen([CORRELAKE, "serve", "--warm-up", "0", "--socket", str(socket)], env=env,
-                                   stdout=out, stderr=subprocess.STDOUT)
-    deadline = time.time() + 180
-    while "correlake driver: serving" not in log.read_text():
-        assert process.poll() is None and time.time() < deadline, log.read_text()
-        time.sleep(0.5)
+    process = driver.spawn(socket, log, warm_up_rounds=0, env={**os.environ, "CORRELAKE_DRIVER_MEMORY": "1g"},
+                           timeout=180)
     return process, socket, log
 
 
@@ -111,8 +104,7 @@ def test_airflow_tasks_run_their_stages_on_the_driver(spark, served, correlake_d
 
 def test_a_driver_whose_jvm_died_fails_the_call_and_stops(landing_and_local_lake, tmp_path):
     process, socket, log = _start_driver(tmp_path)
-    jvm = subprocess.run(["pgrep", "-P", str(process.pid), "java"], capture_output=True, text=True).stdout.split()
-    os.kill(int(jvm[0]), signal.SIGKILL)  # as the kernel's OOM killer would
+    os.kill(driver.jvm_pid(process), signal.SIGKILL)  # as the kernel's OOM killer would
     landing, _ = landing_and_local_lake
     failed = _cli(socket, "run", "--landing", str(landing), "--lake", str(tmp_path / "lake"))
     assert failed.returncode != 0 and "the driver failed" in failed.stderr

@@ -19,6 +19,7 @@ import secrets
 import shutil
 import signal
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,6 +31,7 @@ from pathlib import Path
 from .config import driver_socket
 
 BACKLOG = 64  # callers waiting for the driver
+READY = "correlake driver: serving"  # the line `serve` prints once it takes calls
 FREES_ITS_MEMORY = {"run"}  # pipeline.run releases its run's memory itself; after the others, the driver does
 
 
@@ -73,6 +75,30 @@ def call(name: str, *args, **kwargs):
     from .session import get_spark
 
     return _functions()[name](get_spark(), *args, **kwargs)
+
+
+def spawn(address: Path, log: Path, warm_up_rounds: int | None = None, env: dict | None = None,
+          timeout: float = 600.0) -> subprocess.Popen:
+    """Start `correlake serve` on `address` as a child process writing to `log` (default
+    warm-up unless `warm_up_rounds`); return it once it serves."""
+    command = [str(Path(sys.executable).with_name("correlake")), "serve", "--socket", str(address)]
+    if warm_up_rounds is not None:
+        command += ["--warm-up", str(warm_up_rounds)]
+    with open(log, "w") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + timeout
+    while READY not in log.read_text():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise DriverError(f"the driver did not start serving:\n{log.read_text()[-3000:]}")
+        time.sleep(0.5)
+    return process
+
+
+def jvm_pid(process: subprocess.Popen) -> int | None:
+    """The pid of the Spark JVM that a spawned driver started, if it runs."""
+    found = subprocess.run(["pgrep", "-P", str(process.pid), "java"], capture_output=True, text=True).stdout.split()
+    return int(found[0]) if found else None
 
 
 def _portable(exc: BaseException) -> BaseException:
@@ -185,7 +211,7 @@ def serve(address: Path, warm_up_rounds: int) -> None:
         if warm_up_rounds:
             print(f"correlake driver: warming up (runs of {warm_up(spark, warm_up_rounds)} s)", flush=True)
         functions = _functions()
-        print(f"correlake driver: serving {address} (pid {os.getpid()})", flush=True)
+        print(f"{READY} {address} (pid {os.getpid()})", flush=True)
         while True:
             try:
                 conn = listener.accept()
