@@ -10,11 +10,11 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from airflow.sdk import Asset, CronDataIntervalTimetable, Param, chain, dag, get_current_context, task
+from correlake.config import GOLD_TABLES, MAX_QUARANTINE_RATIO
+from correlake.parsing import ISO_WITH_OFFSET
 
-GOLD_TABLES = ("correlations", "messages", "subscriptions", "message_started_instances")
 GOLD_ASSETS = [Asset(name=f"correlake/gold/{table}", group="correlake") for table in GOLD_TABLES]
 STAGES = ("bronze", "silver", "gold")
-ISO_WITH_OFFSET = r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}([.,]\d+)?)?([Zz]|[+-]\d{2}:?\d{2})$"
 
 
 def _call(function: str, *args):
@@ -37,13 +37,14 @@ step = task(_call)
     default_args={"retries": 2, "retry_delay": timedelta(seconds=30), "retry_exponential_backoff": 2.0,
                   "max_retry_delay": timedelta(minutes=10)},
     params={
-        "as_of": Param(None, type=["null", "string"], pattern=ISO_WITH_OFFSET,
+        "as_of": Param(None, type=["null", "string"], pattern=f"^{ISO_WITH_OFFSET}$",
                        description="Evaluate statuses at this time, ISO-8601 with an offset. Empty: a scheduled "
                                    "run's data interval end; a manual run's latest event time."),
         "rebuild": Param(False, type="boolean", description="Full rebuild of silver and gold from bronze."),
         "max_quarantine_ratio": Param(None, type=["null", "number"], minimum=0, maximum=1,
                                       description="Fail the bronze gate above this share of quarantined "
-                                                  "records. Empty: the configured default (0.01)."),
+                                                  "records. Empty: $CORRELAKE_MAX_QUARANTINE_RATIO, "
+                                                  f"else {MAX_QUARANTINE_RATIO}."),
         "dry_run": Param(False, type="boolean",
                          description="Run every stage and gate, publish nothing."),
     },

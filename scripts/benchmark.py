@@ -40,8 +40,6 @@ def floor_seconds(spark, landing: Path, target: Path) -> float:
     return time.perf_counter() - start
 
 
-
-
 def files_per_table(spark, lake: Path) -> dict:
     """Active data files of every lake table (Delta's DESCRIBE DETAIL)."""
     from correlake import lake as lake_io

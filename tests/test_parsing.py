@@ -63,6 +63,19 @@ def test_equal_as_parsed_json_is_the_same_record():
     assert a == b
 
 
+@pytest.mark.parametrize("one, other, equal", [
+    ({"a": 1}, {"a": 1.0}, True),  # a JSON number is a number, however spelt
+    ({"a": [100, 0]}, {"a": [1e2, -0.0]}, True),
+    ({"a": 1.5}, {"a": 1.50}, True),
+    ({"a": 1}, {"a": 1.5}, False),
+    ({"a": 12345678901234567890}, {"a": 12345678901234567890.0}, False),  # the double is another number
+    ({"a": 1}, {"a": "1"}, False),
+])
+def test_replay_equality_is_equality_of_parsed_json(one, other, equal):
+    hashes = [parse_line("messages", json.dumps({**MSG, "variables": v}).encode())[1] for v in (one, other)]
+    assert (hashes[0] == hashes[1]) is equal
+
+
 @pytest.mark.parametrize("raw, reason", [
     (b"\xff\xfe{}", "non-UTF-8 bytes at offset 0"),
     (b'{"position": 1, "name": "m"', "invalid JSON"),
@@ -87,6 +100,9 @@ def test_equal_as_parsed_json_is_the_same_record():
     (msg().replace(b'"name"', b'"v": 1e400, "name"'), "number out of range: 1e400"),  # was "Infinity" in gold
     (msg(published_at="9999-12-31T23:59:59-01:00"), "published_at out of range"),  # was an OverflowError
     (msg(published_at="0001-01-01T00:00:00+01:00"), "published_at out of range"),
+    (msg(published_at="2026-01-01T00:00:00+0100"), "unparseable timestamp in published_at"),  # ±hh:mm only
+    (msg(published_at=" 2026-01-01T00:00:00Z"), "unparseable timestamp in published_at"),
+    (msg(position=-2**63 - 1), "position out of range"),
     (msg(published_at="2026-01-01T00:00:00+24:00"), "unparseable timestamp in published_at: offset out of range"),
     (msg(published_at="\u0662\u0660\u0662\u0666-01-01T00:00:00Z"), "unparseable timestamp in published_at"),
     (msg(variables={"a": None}).replace(b"null", b"[" * 5000 + b"]" * 5000), "invalid JSON: maximum recursion depth"),
@@ -107,6 +123,8 @@ def test_subscription_defaults():
     assert record["interrupting"] is True  # only read for boundary events and event subprocesses
     record, _ = parse_line("workflow_events", ev(interrupting=False))
     assert record["interrupting"] is False
+    record, _ = parse_line("workflow_events", ev(bpmn_process_id="", position=-2**63))
+    assert record["bpmn_process_id"] == "" and record["position"] == -2**63  # only names must be non-empty
 
 
 @pytest.mark.parametrize("raw, reason", [
@@ -116,6 +134,7 @@ def test_subscription_defaults():
     (ev(element_instance_key=1.5), "wrong type of element_instance_key"),
     (ev(interrupting="yes"), "wrong type of interrupting"),
     (ev(message_name=""), "empty message_name"),
+    (ev(process_version=None), "wrong type of process_version"),  # "missing: 1", unlike "missing or null"
     (ev(timestamp="2026-01-01 00:00"), "timestamp without offset in timestamp"),
     (json.dumps({"position": 3, "type": "PROCESS_DEPLOYED", "timestamp": 1, "bpmn_process_id": "p",
                  "process_version": 1, "message_start_events": "m"}).encode(), "wrong type of message_start_events"),
@@ -128,3 +147,10 @@ def test_subscription_defaults():
 ])
 def test_workflow_event_quarantine_reasons(raw, reason):
     assert bad("workflow_events", raw).startswith(reason)
+
+
+def test_only_lines_blank_in_jsons_sense_are_not_records():
+    from correlake.bronze import parse_file
+
+    rows = list(parse_file("messages", "f.jsonl", b"\n \t\r\n\x0c\n" + msg() + b"\n"))
+    assert [(r["_line"], r.get("reason", "")[:12]) for r in rows] == [(3, "invalid JSON"), (4, "")]

@@ -70,7 +70,7 @@ def prepare(context) -> dict | None:
 
 def stage(context, name: str) -> None:
     run = _run(context)
-    call(f"{name}_stage", run["lake"], run["run_id"])
+    call("stage", run["lake"], run["run_id"], name)
 
 
 def gate(context, name: str) -> None:

@@ -31,7 +31,7 @@ def _literal(path: str) -> str:
 
 
 def split_lines(path: str, content: bytes) -> list[bytes]:
-    """The non-blank lines of a file (gzip by suffix); CR-LF tolerated."""
+    """The lines of a file (gzip by suffix); CR-LF tolerated."""
     if path.endswith(".gz") and content:
         content = gzip.decompress(content)
     lines = content.split(b"\n")
@@ -47,7 +47,7 @@ def parse_file(stream: str, path: str, content: bytes):
                "reason": f"unreadable gzip file: {exc}"}
         return
     for number, raw in enumerate(lines, start=1):
-        if not raw.strip():
+        if not raw.strip(b" \t\r"):  # blank in JSON's sense: no record
             continue
         row = {"stream": stream, "_source_file": path, "_line": number,
                "raw": raw.decode("utf-8", errors="replace")}

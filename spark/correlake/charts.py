@@ -28,7 +28,7 @@ def _layout(categories: list[str], series: dict[str, list[float]]) -> tuple[floa
     return top, ticks, HEIGHT - TOP - BOTTOM, (WIDTH - LEFT - RIGHT) / len(categories)
 
 
-def columns(categories: list[str], series: dict[str, list[float]], *, unit: str = "") -> str:
+def columns(categories: list[str], series: dict[str, list[float]]) -> str:
     """Grouped vertical bars: one group per category, one bar per series."""
     if not categories or not any(any(v) for v in series.values()):
         return _no_data()
@@ -41,11 +41,11 @@ def columns(categories: list[str], series: dict[str, list[float]], *, unit: str 
             x = LEFT + i * slot + slot * 0.1 + s * bar
             marks.append(f'<rect class="mark" x="{x:.1f}" y="{TOP + plot_h - h:.1f}" width="{bar:.1f}" '
                          f'height="{h:.1f}" fill="{PALETTE[s % len(PALETTE)]}"><title>{escape(categories[i])} · '
-                         f'{escape(name)}: {number(value)}{unit}</title></rect>')
-    return _frame(_y_axis(top, ticks, unit) + _x_labels(categories, slot) + "".join(marks) + _legend(series))
+                         f'{escape(name)}: {number(value)}</title></rect>')
+    return _frame(_y_axis(top, ticks) + _x_labels(categories, slot) + "".join(marks) + _legend(series))
 
 
-def lines(categories: list[str], series: dict[str, list[float]], *, unit: str = "") -> str:
+def lines(categories: list[str], series: dict[str, list[float]]) -> str:
     """One line per series over evenly spaced categories (e.g. hours), with a dot per point."""
     if not categories or not any(any(v) for v in series.values()):
         return _no_data()
@@ -58,12 +58,12 @@ def lines(categories: list[str], series: dict[str, list[float]], *, unit: str = 
         marks.append(f'<polyline class="mark" points="{path}" fill="none" stroke="{color}" stroke-width="2">'
                      f'<title>{escape(name)}</title></polyline>')
         marks += [f'<circle class="mark" cx="{x:.1f}" cy="{y:.1f}" r="3" fill="{color}"><title>'
-                  f'{escape(categories[i])} · {escape(name)}: {number(values[i])}{unit}</title></circle>'
+                  f'{escape(categories[i])} · {escape(name)}: {number(values[i])}</title></circle>'
                   for i, (x, y) in enumerate(points)]
-    return _frame(_y_axis(top, ticks, unit) + _x_labels(categories, slot) + "".join(marks) + _legend(series))
+    return _frame(_y_axis(top, ticks) + _x_labels(categories, slot) + "".join(marks) + _legend(series))
 
 
-def bars(labels: list[str], values: list[float], *, color: str = PALETTE[0], unit: str = "") -> str:
+def bars(labels: list[str], values: list[float], *, color: str = PALETTE[0]) -> str:
     """Horizontal bars, one per label, largest first as given; the value at the bar's end."""
     if not labels:
         return _no_data()
@@ -80,8 +80,8 @@ def bars(labels: list[str], values: list[float], *, color: str = PALETTE[0], uni
         parts.append(f'<text x="{label_w - 6:.1f}" y="{y + 14}" text-anchor="end" {FONT}>{escape(short)}'
                      f'<title>{escape(label)}</title></text>'
                      f'<rect class="mark" x="{label_w:.1f}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" '
-                     f'fill="{color}"><title>{escape(label)}: {number(value)}{unit}</title></rect>'
-                     f'<text x="{label_w + w + 4:.1f}" y="{y + 14}" {FONT}>{number(value)}{unit}</text>')
+                     f'fill="{color}"><title>{escape(label)}: {number(value)}</title></rect>'
+                     f'<text x="{label_w + w + 4:.1f}" y="{y + 14}" {FONT}>{number(value)}</text>')
     return _frame("".join(parts), height)
 
 
@@ -95,13 +95,13 @@ def _scale(peak: float) -> tuple[float, list[float]]:
     return top, [i * step for i in range(round(top / step) + 1)]
 
 
-def _y_axis(top: float, ticks: list[float], unit: str) -> str:
+def _y_axis(top: float, ticks: list[float]) -> str:
     plot_h = HEIGHT - TOP - BOTTOM
     out = []
     for tick in ticks:
         y = TOP + plot_h - plot_h * tick / top
         out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e3e3e3"/>'
-                   f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" {FONT}>{number(tick)}{unit}</text>')
+                   f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" {FONT}>{number(tick)}</text>')
     return "".join(out) + (f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{TOP + plot_h}" y2="{TOP + plot_h}" '
                            'stroke="#999"/>')
 

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 
-from .config import default_driver_socket, state_dir
+from .config import MAX_QUARANTINE_RATIO, default_driver_socket, state_dir
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
 
@@ -24,24 +25,21 @@ def _as_of(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{exc} (use ISO-8601 with an offset, or epoch millis)") from None
 
 
-def _ratio(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError("must be between 0 and 1")
-    return value
+def _number(low: float, high: float, what: str):
+    """An argparse type: a finite float in [low, high]."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if not (math.isfinite(value) and low <= value <= high):
+            raise argparse.ArgumentTypeError(f"must be {what}")
+        return value
+    return parse
 
 
-def _hours(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError("must be a number of hours, 0 or more")
-    return value
+_ratio = _number(0.0, 1.0, "between 0 and 1")
+_hours = _number(0.0, math.inf, "a number of hours, 0 or more")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,7 +51,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lake", required=True, help="lake folder (Delta tables)")
     run.add_argument("--as-of", type=_as_of, help="evaluate statuses at this time (ISO-8601 with offset)")
     run.add_argument("--max-quarantine-ratio", type=_ratio, default=None,
-                     help="fail when more than this share of the records read is quarantined (default 0.01)")
+                     help="fail when more than this share of the records read is quarantined "
+                          f"(default: $CORRELAKE_MAX_QUARANTINE_RATIO, else {MAX_QUARANTINE_RATIO})")
     run.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                      help="wait this long for another run holding the lake's lock")
     run.add_argument("--dry-run", action="store_true", help="run every stage and gate, publish nothing")

@@ -21,6 +21,10 @@ DEFAULT_TTL_MS = 3_600_000
 DEFAULT_TENANT = "<default>"
 MAX_QUARANTINE_RATIO = 0.01
 BROADCAST_ROWS = 200_000  # a run's frames up to this size are broadcast to their joins with history (hints.py)
+WRITE_THREADS = 4  # tables a run, or a maintenance, writes at once
+LOCK_STALE_SECONDS = 6 * 3600  # a lake lock this old is stale, whoever holds it
+AIRFLOW_LOCK_WAIT_SECONDS = 600.0  # an Airflow task waits this long for the lock of a run in progress
+STAGED_RUN_MAX_AGE_SECONDS = 24 * 3600  # frames an abandoned Airflow run staged are deleted after this
 
 STREAMS = ("messages", "workflow_events")
 

@@ -54,8 +54,8 @@ class _World:
 
     def open(self, t, tenant, process, instance, element, element_type, name, key, **extra):
         return self.event(t, tenant, "SUBSCRIPTION_OPENED", bpmn_process_id=process, process_version=1,
-                          process_instance_key=instance, element_instance_key=element, element_id=extra.pop(
-                              "element_id", name), element_type=element_type, message_name=name,
+                          process_instance_key=instance, element_instance_key=element, element_id=name,
+                          element_type=element_type, message_name=name,
                           correlation_key=key, **extra)
 
 

@@ -43,8 +43,7 @@ def _functions() -> dict:
     """What a driver serves: name -> function whose first argument is the SparkSession."""
     from . import pipeline, render, stages
 
-    return {"run": pipeline.run, "prepare": stages.prepare, "bronze_stage": stages.bronze_stage,
-            "silver_stage": stages.silver_stage, "gold_stage": stages.gold_stage, "check": stages.check,
+    return {"run": pipeline.run, "prepare": stages.prepare, "stage": stages.stage, "check": stages.check,
             "publish": stages.publish, "findings": render.findings}
 
 

@@ -54,7 +54,6 @@ class PartitionState:
 
     def __init__(self, tenant_id: str):
         self.tenant_id = tenant_id
-        self.messages: dict[int, Message] = {}
         self.buffers: dict[tuple, list[Message]] = {}  # (name, key) -> buffered, FIFO order
         self.cursors: dict[tuple, int] = {}  # (name, key, process) -> first index worth scanning
         self.open_heaps: dict[tuple, dict[str, list]] = {}  # (name, key) -> process -> heap
@@ -85,7 +84,6 @@ class PartitionState:
     def publish(self, ev: dict) -> None:
         m = Message(ev["position"], ev["t"], ev["name"], ev["correlation_key"], ev["ttl_ms"],
                     ev["accepted"], ev["variables"])
-        self.messages[m.position] = m
         if not m.accepted:
             return
         t = m.t
@@ -120,21 +118,15 @@ class PartitionState:
             if sub.interrupting:
                 return
 
-    def _first_available(self, buffer: list, cursor_key: tuple, process: str, t: int,
-                         names: frozenset | None = None) -> Message | None:
-        """FIFO scan; messages gone for good for this process move the cursor."""
-        i = self.cursors.get(cursor_key, 0)
-        advancing = True
-        for j in range(i, len(buffer)):
+    def _first_available(self, buffer: list, cursor_key: tuple, process: str, t: int) -> Message | None:
+        """FIFO scan; the messages before the first available one are gone for good for
+        this process (taken by it or expired), so the cursor moves past them."""
+        for j in range(self.cursors.get(cursor_key, 0), len(buffer)):
             m = buffer[j]
-            gone = process in m.procs or m.t + m.ttl_ms <= t
-            if gone:
-                if advancing:
-                    self.cursors[cursor_key] = j + 1
-                continue
-            if names is None or m.name in names:
+            if process not in m.procs and m.t + m.ttl_ms > t:
+                self.cursors[cursor_key] = j
                 return m
-            advancing = False
+        self.cursors[cursor_key] = len(buffer)
         return None
 
     # -- subscriptions (rules 10-14) -----------------------------------------------

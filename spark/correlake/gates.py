@@ -3,7 +3,7 @@
 Each gate builds small, derived frames in Spark (the columns an expectation needs,
 cross-table conditions as boolean columns) and validates them with GX's pandas
 engine; results go to a Data Docs site under `<lake>/_quality/data_docs`.
-A failing gate raises `GateFailed` (the run is then rolled back).
+A failing gate raises `GateFailed`; gates run before any write, so the run is discarded.
 """
 
 from __future__ import annotations

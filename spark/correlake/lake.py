@@ -14,9 +14,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from .config import TABLES, table_path
-
-LOCK_STALE_SECONDS = 6 * 3600
+from .config import LOCK_STALE_SECONDS, TABLES, table_path
 
 
 class LakeBusy(RuntimeError):
@@ -27,13 +25,11 @@ def is_table(path: str) -> bool:
     return version(path) >= 0
 
 
-def read(spark: SparkSession, lake: str, name: str, schema: StructType | None = None) -> DataFrame:
+def read(spark: SparkSession, lake: str, name: str, schema: StructType) -> DataFrame:
     """The table as a DataFrame; an empty one of `schema` if it does not exist yet."""
     path = table_path(lake, name)
     if is_table(path):
         return spark.read.format("delta").load(path)
-    if schema is None:
-        raise FileNotFoundError(f"no Delta table at {path}")
     return spark.createDataFrame([], schema)
 
 
@@ -46,25 +42,22 @@ def version(path: str) -> int:
     return max(commits, default=-1)
 
 
+def _writer(df: DataFrame, run_id: str):
+    return df.write.format("delta").option("userMetadata", run_id)
+
+
 def append(df: DataFrame, lake: str, name: str, run_id: str) -> None:
-    (df.write.format("delta").mode("append")
-       .option("userMetadata", run_id)
-       .save(table_path(lake, name)))
+    _writer(df, run_id).mode("append").save(table_path(lake, name))
 
 
 def overwrite(df: DataFrame, lake: str, name: str, run_id: str) -> None:
     """Replace the table's content (same schema; a new version, history kept)."""
-    (df.write.format("delta").mode("overwrite")
-       .option("userMetadata", run_id)
-       .save(table_path(lake, name)))
+    _writer(df, run_id).mode("overwrite").save(table_path(lake, name))
 
 
 def create(df: DataFrame, lake: str, name: str, run_id: str) -> None:
     """Create the table with `df` as its first version (deletion vectors on, for MERGEs)."""
-    (df.write.format("delta")
-       .option("delta.enableDeletionVectors", "true")
-       .option("userMetadata", run_id)
-       .save(table_path(lake, name)))
+    _writer(df, run_id).option("delta.enableDeletionVectors", "true").save(table_path(lake, name))
 
 
 # -- the run lock --------------------------------------------------------------------
@@ -79,8 +72,8 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except PermissionError:
-        return True
+    except PermissionError:  # alive, someone else's
+        pass
     return True
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 
 from . import lake
-from .config import TABLES, table_path
+from .config import TABLES, WRITE_THREADS, table_path
 
 DELTA_RETAIN_HOURS = 168  # Delta's default delta.deletedFileRetentionDuration
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
@@ -60,7 +60,7 @@ def maintain(spark: SparkSession, lake_dir: str, retain_hours: float | None = No
         else:
             result.rolled_back = lake.rollback(spark, lake_dir)
         paths = {name: table_path(lake_dir, name) for name in TABLES if lake.is_table(table_path(lake_dir, name))}
-        with _retention_check_lifted(spark, retain_hours is not None), ThreadPoolExecutor(4) as pool:
+        with _retention_check_lifted(spark, retain_hours is not None), ThreadPoolExecutor(WRITE_THREADS) as pool:
             result.tables = list(pool.map(lambda name: _table(spark, name, paths[name], retain_hours, dry_run),
                                           paths))
     result.seconds = round(time.perf_counter() - start, 2)

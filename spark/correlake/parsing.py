@@ -20,11 +20,10 @@ ELEMENT_TYPES = frozenset(
 READS_INTERRUPTING = frozenset({"BOUNDARY_EVENT", "EVENT_SUBPROCESS"})
 EVENT_TYPES = frozenset({"PROCESS_DEPLOYED", "SUBSCRIPTION_OPENED", "ELEMENT_LEFT", "INSTANCE_ENDED"})
 
-_ISO = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?"
-    r"(?:([Zz])|([+-])(\d{2}):?(\d{2}))",
-    re.ASCII,
-)
+# contract.md *Times*: a date-time with an explicit offset (also the DAG's `as_of` form)
+ISO_WITH_OFFSET = (r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?"
+                   r"(?:([Zz])|([+-])(\d{2}):(\d{2}))")
+_ISO = re.compile(ISO_WITH_OFFSET, re.ASCII)
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 MAX_MILLIS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
 MIN_MILLIS = -62_135_596_800_000  # 0001-01-01T00:00:00Z
@@ -41,10 +40,28 @@ def _reject_constant(name: str):
     raise ValueError(f"{name} is not valid JSON")
 
 
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):  # 1e400: no JSON text can hold it again
-        raise BadRecord(f"number out of range: {text[:40]}")
+class _Floats:
+    """The decoder's `parse_float`: finite floats only; notes whether a line had an
+    integral one (`1.0`, `1e2`), which equals an integer as parsed JSON (see `parse_line`)."""
+
+    integral = False
+
+    def __call__(self, text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):  # 1e400: no JSON text can hold it again
+            raise BadRecord(f"number out of range: {text[:40]}")
+        if value.is_integer():
+            self.integral = True
+        return value
+
+
+def _integral_floats_as_ints(value):
+    if isinstance(value, dict):
+        return {k: _integral_floats_as_ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral_floats_as_ints(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
     return value
 
 
@@ -59,7 +76,7 @@ def parse_time(value, field: str) -> int:
             raise BadRecord(f"{field} out of range")
         return value
     if isinstance(value, str):
-        m = _ISO.fullmatch(value.strip())
+        m = _ISO.fullmatch(value)
         if m:
             year, month, day, hour, minute, second, frac, zulu, sign, oh, om = m.groups()
             try:
@@ -78,7 +95,7 @@ def parse_time(value, field: str) -> int:
             if not MIN_MILLIS <= result <= MAX_MILLIS:
                 raise BadRecord(f"{field} out of range")
             return result
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}([.,]\d+)?)?", value.strip(), re.ASCII):
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}([.,]\d+)?)?", value, re.ASCII):
             raise BadRecord(f"timestamp without offset in {field}")
         raise BadRecord(f"unparseable timestamp in {field}")
     raise BadRecord(f"wrong type of {field}")
@@ -126,9 +143,16 @@ def _int(obj: dict, field: str, required: bool = True, default=None, limit: int 
         return default
     if not _is_int(value):
         raise BadRecord(f"wrong type of {field}")
-    if abs(value) > limit:
+    if not -limit - 1 <= value <= limit:
         raise BadRecord(f"{field} out of range")
     return value
+
+
+def _version_of_subscription(obj: dict) -> int:
+    """Missing: 1 (contract.md); null, unlike the fields whose default covers it, is a wrong type."""
+    if obj.get("process_version", _MISSING) is None:
+        raise BadRecord("wrong type of process_version")
+    return _int(obj, "process_version", required=False, default=1, limit=INT32)
 
 
 def _tenant(obj: dict) -> str:
@@ -141,7 +165,8 @@ def _tenant(obj: dict) -> str:
 
 
 # Built once: `json.loads`/`json.dumps` with options build a new decoder/encoder per call.
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_finite_float)
+_FLOATS = _Floats()
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_FLOATS)
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
@@ -159,6 +184,7 @@ def decode(raw: bytes) -> dict:
     try:
         if text.startswith("\ufeff"):  # as json.loads does
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        _FLOATS.integral = False
         obj = _DECODER.decode(text)
     except BadRecord:
         raise
@@ -224,7 +250,7 @@ def parse_workflow_event(obj: dict) -> dict:
         if not isinstance(starts, list) or not all(isinstance(s, str) for s in starts):
             raise BadRecord("wrong type of message_start_events")
         record.update(
-            bpmn_process_id=_string(obj, "bpmn_process_id"),
+            bpmn_process_id=_string(obj, "bpmn_process_id", non_empty=False),
             process_version=_int(obj, "process_version", limit=INT32),
             message_start_events=starts,
         )
@@ -239,8 +265,8 @@ def parse_workflow_event(obj: dict) -> dict:
                 raise BadRecord("wrong type of interrupting")
             interrupting = True if value is None else value
         record.update(
-            bpmn_process_id=_string(obj, "bpmn_process_id"),
-            process_version=_int(obj, "process_version", required=False, default=1, limit=INT32),
+            bpmn_process_id=_string(obj, "bpmn_process_id", non_empty=False),
+            process_version=_version_of_subscription(obj),
             process_instance_key=instance_key(_get(obj, "process_instance_key", True), "process_instance_key"),
             element_instance_key=instance_key(_get(obj, "element_instance_key", True), "element_instance_key"),
             element_id=_string(obj, "element_id", required=False, non_empty=False),
@@ -266,8 +292,8 @@ PARSERS = {"messages": parse_message, "workflow_events": parse_workflow_event}
 def parse_line(stream: str, raw: bytes) -> tuple[dict, str]:
     """Return (normalised record, content hash) or raise BadRecord."""
     obj = decode(raw)
-    try:
-        canonical = canonical_json(obj).encode("utf-8")
+    try:  # equal as parsed JSON: 1.0 is 1, as in any JSON reader
+        canonical = canonical_json(_integral_floats_as_ints(obj) if _FLOATS.integral else obj).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate escape such as "\ud800": not Unicode text
         raise BadRecord("invalid JSON: unpaired surrogate escape in a string") from None
     record = PARSERS[stream](obj)

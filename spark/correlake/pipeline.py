@@ -10,11 +10,10 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from . import lake
-from .gates import GateFailed
 from .session import release
 from .stages import MemoryStore, RunResult, StagedRun
 
-__all__ = ["GateFailed", "RunResult", "run"]
+__all__ = ["RunResult", "run"]
 
 
 def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | None = None,

@@ -21,7 +21,7 @@ def summary(result) -> str:
         f"  bronze   files {result.files}, records read {result.records_read}, "
         f"replays {result.replays}, quarantined {result.quarantined_total}",
     ]
-    for reason, count in sorted(result.quarantined.items(), key=lambda kv: -kv[1])[:10]:
+    for reason, count in result.top_quarantine_reasons(10):
         lines.append(f"           {count:>7}  {reason}")
     lines += [
         f"  silver   new messages {result.new_messages}, new workflow events {result.new_workflow_events}, "

@@ -20,11 +20,9 @@ from pyspark.sql import functions as F
 from .hints import broadcast_if_small
 from .routing import (grow_groups, owner_links, route_workflow_events, started_links, started_message_key,
                       updated_groups, with_label)
-from .schemas import KEY_GROUPS, SCOPE
+from .schemas import KEY_GROUPS, MESSAGE_FIELDS, SCOPE
 from .silver import accepted_messages
 
-MESSAGE_RECORD = ["position", "tenant_id", "name", "correlation_key", "message_id", "published_at", "ttl_ms",
-                  "variables"]
 EVENT_KEYS = ["position", "tenant_id", "type", "process_instance_key", "element_instance_key", "correlation_key"]
 
 
@@ -48,7 +46,7 @@ class Recompute:
 
 def message_records(silver_messages: DataFrame) -> DataFrame:
     """Silver messages back in the shape of distinct bronze records."""
-    return silver_messages.select(F.col("message_key").alias("position"), *MESSAGE_RECORD[1:])
+    return silver_messages.select(F.col("message_key").alias("position"), *MESSAGE_FIELDS[1:])
 
 
 def _keys(messages: DataFrame) -> DataFrame:
@@ -69,7 +67,7 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
     deployment, new ones included; `redeployed`: whether there are new ones.
     """
     spark = new_messages.sparkSession
-    all_messages = _union(new_messages.select(*MESSAGE_RECORD), old_messages)
+    all_messages = _union(new_messages.select(*MESSAGE_FIELDS), old_messages)
     all_events = _union(new_events, old_events)
     messages = all_messages.select("position", *SCOPE, "name").localCheckpoint()
     events = all_events.select(*EVENT_KEYS).localCheckpoint()

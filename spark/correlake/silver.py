@@ -7,14 +7,14 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from .dedup import dedup_messages
-from .schemas import L, S, T, struct
+from .schemas import MESSAGE_FIELDS, L, S, T, struct
 from .sequential import sequential_pass
 
 SILVER_MESSAGE = struct(
     ("message_key", L), ("tenant_id", S), ("name", S), ("correlation_key", S), ("message_id", S),
     ("published_at", T), ("ttl_ms", L), ("deadline", T), ("variables", S), ("duplicate_of", L),
 )
-_DEDUP_IN = ["position", "tenant_id", "name", "correlation_key", "message_id", "published_at", "ttl_ms"]
+_DEDUP_IN = [c for c in MESSAGE_FIELDS if c != "variables"]
 _DEDUP_OUT = struct(("position", L), ("duplicate_of", L))
 
 

@@ -22,7 +22,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from . import bronze, gates, gold, lake, scope, silver
-from .config import GOLD_TABLES, STREAMS, TABLES, default_max_quarantine_ratio, table_path
+from .config import (AIRFLOW_LOCK_WAIT_SECONDS, GOLD_TABLES, STAGED_RUN_MAX_AGE_SECONDS, STREAMS, TABLES,
+                     WRITE_THREADS, default_max_quarantine_ratio, table_path)
 from .gates import GateFailed
 from .landing import LandingFile, new_files
 from .merge import refresh_statuses, restate
@@ -30,7 +31,6 @@ from .schemas import GOLD, GOLD_KEYS, INGESTED_FILES, KEY_GROUPS, SCOPE, L, S, T
 
 RUNS = struct(("run_id", S), ("started_at", T), ("finished_at", T), ("files", L), ("records_read", L),
               ("quarantined", L), ("max_event_time", T), ("as_of", T), ("summary", S))
-STAGED_RUN_MAX_AGE_SECONDS = 24 * 3600
 
 
 class LakeMoved(RuntimeError):
@@ -60,6 +60,9 @@ class RunResult:
     @property
     def quarantined_total(self) -> int:
         return sum(self.quarantined.values())
+
+    def top_quarantine_reasons(self, n: int) -> list[tuple[str, int]]:
+        return sorted(self.quarantined.items(), key=lambda kv: -kv[1])[:n]
 
 
 @dataclass
@@ -155,6 +158,10 @@ class StagedRun:
     def result(self) -> RunResult:
         return self.plan.result
 
+    def _frame(self, name: str) -> DataFrame:
+        """A frame an earlier stage of this run put in the store."""
+        return self.store.get(self.spark, name)
+
     # -- prepare ----------------------------------------------------------------------
     @classmethod
     def prepare(cls, spark: SparkSession, landing: str | None, lake_dir: str, store_for, as_of: int | None = None,
@@ -227,7 +234,7 @@ class StagedRun:
         self._timed(f"gate:{gate}", lambda: self._check(gate))
 
     def _check(self, gate: str) -> None:
-        get = lambda name: self.store.get(self.spark, name)  # noqa: E731
+        get = self._frame
         if gate == "bronze":
             self._check_quarantine_ratio()
             frames = gates.bronze_frames(*(silver.distinct_records(get(f"bronze_{s}")) for s in STREAMS))
@@ -241,8 +248,7 @@ class StagedRun:
         result, limit = self.result, self.plan.max_quarantine_ratio
         ratio = result.quarantined_total / max(result.records_read, 1)
         if ratio > limit:
-            reasons = "\n".join(f"  {count:>8}  {reason}" for reason, count in
-                                sorted(result.quarantined.items(), key=lambda kv: -kv[1])[:20])
+            reasons = "\n".join(f"  {count:>8}  {reason}" for reason, count in result.top_quarantine_reasons(20))
             raise GateFailed("max_quarantine_ratio",
                              f"quarantined {result.quarantined_total} of {result.records_read} records "
                              f"({ratio:.2%}) > max_quarantine_ratio {limit:.2%}; nothing was committed\n{reasons}")
@@ -252,7 +258,7 @@ class StagedRun:
         self._timed("silver", self._silver)
 
     def _silver(self) -> None:
-        get = lambda name: self.store.get(self.spark, name)  # noqa: E731
+        get = self._frame
         rebuild = self.result.rebuild
         old = (lambda name: None) if rebuild else self._history  # noqa: E731
         new = {s: silver.distinct_records(get(f"bronze_{s}")) for s in STREAMS}
@@ -280,7 +286,7 @@ class StagedRun:
         self._timed("gold", self._gold)
 
     def _gold(self) -> None:
-        get = lambda name: self.store.get(self.spark, name)  # noqa: E731
+        get = self._frame
         scope = get("scope")
         labelled = get("silver_messages").join(scope.select(*SCOPE, "label"), SCOPE)
         engine_in = gold.engine_input(labelled, get("routed"))
@@ -314,7 +320,7 @@ class StagedRun:
 
     def _write(self) -> None:
         spark, lake_dir, run_id, result = self.spark, self.lake_dir, self.run_id, self.result
-        get = lambda name: self.store.get(spark, name)  # noqa: E731
+        get = self._frame
         if result.rebuild:
             writes = [lambda n=name: lake.overwrite(get(n), lake_dir, n, run_id)
                       for name in ("silver_messages", "silver_workflow_events", "silver_deployments", "key_groups",
@@ -333,7 +339,7 @@ class StagedRun:
             writes += [lambda n=name: lake.append(get(n), lake_dir, n, run_id)
                        for name in ("quarantine", "ingested_files", "silver_workflow_events")]
             writes += [lambda s=s: lake.append(get(f"bronze_{s}"), lake_dir, f"bronze_{s}", run_id) for s in STREAMS]
-        with ThreadPoolExecutor(4) as pool:
+        with ThreadPoolExecutor(WRITE_THREADS) as pool:
             for future in [pool.submit(write) for write in writes]:
                 future.result()
         if result.as_of is not None and not result.rebuild:
@@ -342,7 +348,7 @@ class StagedRun:
 
     def _restate(self, name: str, schema, scope: DataFrame, keys: list[str]) -> None:
         """Restate the scope's rows of a table with a MERGE; a new table is simply created."""
-        rows = self.store.get(self.spark, name).select(*schema.fieldNames())
+        rows = self._frame(name).select(*schema.fieldNames())
         if self.plan.versions[name] < 0:
             lake.create(rows, self.lake_dir, name, self.run_id)
         else:
@@ -355,7 +361,7 @@ class StagedRun:
 # -- Airflow's entry points: one stage per call, frames staged on disk ----------------
 def prepare(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | None = None,
             max_quarantine_ratio: float | None = None, rebuild: bool = False,
-            wait_seconds: float = 600.0) -> str | None:
+            wait_seconds: float = AIRFLOW_LOCK_WAIT_SECONDS) -> str | None:
     """Plan a staged run; its id, or None when there is nothing new."""
     _forget_old_staged_runs(lake_dir)
     with lake.run_lock(lake_dir, wait_seconds):
@@ -364,23 +370,17 @@ def prepare(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int 
     return staged.run_id if isinstance(staged, StagedRun) else None
 
 
-def bronze_stage(spark: SparkSession, lake_dir: str, run_id: str) -> None:
-    StagedRun.load(spark, lake_dir, run_id).bronze()
-
-
-def silver_stage(spark: SparkSession, lake_dir: str, run_id: str) -> None:
-    StagedRun.load(spark, lake_dir, run_id).silver()
-
-
-def gold_stage(spark: SparkSession, lake_dir: str, run_id: str) -> None:
-    StagedRun.load(spark, lake_dir, run_id).gold()
+def stage(spark: SparkSession, lake_dir: str, run_id: str, name: str) -> None:
+    """Run stage `name` (bronze, silver or gold) of a staged run."""
+    getattr(StagedRun.load(spark, lake_dir, run_id), name)()
 
 
 def check(spark: SparkSession, lake_dir: str, run_id: str, gate: str) -> None:
     StagedRun.load(spark, lake_dir, run_id).check(gate)
 
 
-def publish(spark: SparkSession, lake_dir: str, run_id: str, wait_seconds: float = 600.0) -> RunResult:
+def publish(spark: SparkSession, lake_dir: str, run_id: str,
+            wait_seconds: float = AIRFLOW_LOCK_WAIT_SECONDS) -> RunResult:
     with lake.run_lock(lake_dir, wait_seconds):
         lake.rollback(spark, lake_dir)
         return StagedRun.load(spark, lake_dir, run_id).publish()
