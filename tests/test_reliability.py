@@ -111,7 +111,7 @@ def test_staged_run_publishes_once_and_refuses_a_lake_that_moved(spark, world, t
     lake_dir = copy_lake(base, tmp_path / "lake")
     run_id = stages.prepare(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
     for stage in ("bronze", "silver", "gold"):
-        getattr(stages, f"{stage}_stage")(spark, lake_dir, run_id)
+        stages.stage(spark, lake_dir, run_id, stage)
         stages.check(spark, lake_dir, run_id, stage)
     stale = stages.prepare(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
     stages.publish(spark, lake_dir, run_id)

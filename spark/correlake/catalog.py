@@ -53,12 +53,17 @@ def views() -> dict[str, View]:
     return {name: found[name] for name in order}
 
 
-def register(spark, lake: str | Path, queries: list[str] | None = None) -> list[str]:
-    """Register the lake's tables and the views that `queries` read (all when None);
-    return the names registered. The gold tables must exist."""
+def require_gold(lake: str | Path) -> None:
+    """Raise MissingTables unless the lake has its gold tables (checked without Spark)."""
     missing = [name for name in REQUIRED if not is_table(table_path(lake, TABLE_NAMES[name]))]
     if missing:
         raise MissingTables(f"{lake} has no {', '.join(missing)} (not a lake, or no run has committed yet)")
+
+
+def register(spark, lake: str | Path, queries: list[str] | None = None) -> list[str]:
+    """Register the lake's tables and the views that `queries` read (all when None);
+    return the names registered. The gold tables must exist."""
+    require_gold(lake)
     every = views()
     wanted = set(TABLE_NAMES) | set(every) if queries is None else _names_in(" ".join(queries), [*TABLE_NAMES, *every])
     for view in reversed(every.values()):

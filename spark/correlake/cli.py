@@ -56,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                      help="wait this long for another run holding the lake's lock")
     run.add_argument("--dry-run", action="store_true", help="run every stage and gate, publish nothing")
+    run.set_defaults(func=cmd_run)
 
     rebuild = sub.add_parser("rebuild", help="recompute silver and gold from bronze")
     rebuild.add_argument("--lake", required=True, help="lake folder (Delta tables)")
@@ -63,11 +64,13 @@ def build_parser() -> argparse.ArgumentParser:
     rebuild.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                          help="wait this long for another run holding the lake's lock")
     rebuild.add_argument("--dry-run", action="store_true", help="run every stage and gate, publish nothing")
+    rebuild.set_defaults(func=cmd_run)
 
     demo = sub.add_parser("demo", help="write a sample landing and run the pipeline on it")
     demo.add_argument("--dir", default=str(state_dir() / "demo"), help="demo folder (landing/ and lake/)")
     demo.add_argument("--hours", type=int, default=3, help="hours of sample traffic")
     demo.add_argument("--seed", type=int, default=7)
+    demo.set_defaults(func=cmd_demo)
 
     maintain = sub.add_parser("maintain", help="compact, purge deletion vectors, vacuum and checkpoint every table")
     maintain.add_argument("--lake", required=True, help="lake folder (Delta tables)")
@@ -76,12 +79,14 @@ def build_parser() -> argparse.ArgumentParser:
     maintain.add_argument("--dry-run", action="store_true", help="change nothing; report what VACUUM would delete")
     maintain.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
                           help="wait this long for a run holding the lake's lock")
+    maintain.set_defaults(func=cmd_maintain)
 
     serve = sub.add_parser("serve", help="a long-lived Spark driver that runs take turns on (CORRELAKE_DRIVER)")
     serve.add_argument("--socket", default=str(default_driver_socket()),
                        help="Unix socket to listen on (default: $CORRELAKE_DRIVER, else <state>/driver.sock)")
     serve.add_argument("--warm-up", type=int, default=2, metavar="ROUNDS",
                        help="before serving, a synthetic first run and this many increments (0: none)")
+    serve.set_defaults(func=cmd_serve)
 
     from . import query, report  # analyst commands: each sets its `func`
 
@@ -143,26 +148,26 @@ def cmd_demo(args) -> int:
     return code
 
 
+def cmd_maintain(args) -> int:
+    from .maintain import command
+
+    return command(args)
+
+
+def cmd_serve(args) -> int:
+    from pathlib import Path
+
+    from .driver import serve
+
+    serve(Path(args.socket).resolve(), args.warm_up)
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        if args.command in ("run", "rebuild"):
-            return cmd_run(args)
-        if args.command == "serve":
-            from pathlib import Path
-
-            from .driver import serve
-
-            serve(Path(args.socket).resolve(), args.warm_up)
-            return EXIT_OK
-        if args.command == "maintain":
-            from .maintain import command
-
-            return command(args)
-        if "func" in args:
-            return args.func(args)
-        return cmd_demo(args)
+        return args.func(args)
     except UsageError as exc:
         print(f"correlake: {exc}", file=sys.stderr)
         return EXIT_USAGE

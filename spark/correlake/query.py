@@ -42,6 +42,10 @@ def main(args: argparse.Namespace) -> int:
     if args.limit < 1:
         raise UsageError("--limit must be at least 1")
     fmt = _out_format(args.out, args.format) if args.out else None
+    try:
+        catalog.require_gold(args.lake)
+    except catalog.MissingTables as exc:
+        raise UsageError(str(exc)) from None
     spark = get_spark()
     spark_errors = PySparkLogger.getLogger("SQLQueryContextLogger")  # it would print each SQL error as JSON too
     spark_errors.disabled = True
@@ -49,8 +53,6 @@ def main(args: argparse.Namespace) -> int:
         catalog.register(spark, args.lake, [args.query])
         df = run(spark, args.query)
         print(f"wrote {write(df, args.out, fmt)} rows to {args.out}" if args.out else show(df, args.limit))
-    except catalog.MissingTables as exc:
-        raise UsageError(str(exc)) from None
     except PySparkException as exc:
         raise UsageError(_one_line(exc)) from None
     finally:

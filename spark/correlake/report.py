@@ -92,13 +92,14 @@ def add_parser(sub) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from .catalog import MissingTables
+    from .catalog import MissingTables, require_gold
     from .session import get_spark
 
     try:
-        data = gather(get_spark(), args.lake)
+        require_gold(args.lake)
     except MissingTables as exc:
         raise UsageError(str(exc)) from None
+    data = gather(get_spark(), args.lake)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(render(data, args.lake), encoding="utf-8")

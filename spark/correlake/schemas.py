@@ -28,8 +28,8 @@ WORKFLOW_FIELDS = ["position", "tenant_id", "type", "timestamp", "bpmn_process_i
                    "message_name", "correlation_key", "interrupting", "message_start_events"]
 STREAM_FIELDS = {"messages": MESSAGE_FIELDS, "workflow_events": WORKFLOW_FIELDS}
 STREAM_TIME = {"messages": "published_at", "workflow_events": "timestamp"}
-INGESTED_FILES = struct(("stream", S), ("path", S), ("size", L), ("modified_at", L), ("lines", L),
-                        ("_ingested_at", T), ("_run_id", S))
+INGESTED_FILE = (("stream", S), ("path", S), ("size", L), ("modified_at", L), ("lines", L))
+INGESTED_FILES = struct(*INGESTED_FILE, ("_ingested_at", T), ("_run_id", S))
 
 CORRELATION = struct(
     ("message_key", L), ("tenant_id", S), ("message_name", S), ("correlation_key", S),

@@ -27,7 +27,7 @@ from .config import (AIRFLOW_LOCK_WAIT_SECONDS, GOLD_TABLES, STAGED_RUN_MAX_AGE_
 from .gates import GateFailed
 from .landing import LandingFile, new_files
 from .merge import refresh_statuses, restate
-from .schemas import GOLD, GOLD_KEYS, INGESTED_FILES, KEY_GROUPS, SCOPE, L, S, T, struct
+from .schemas import GOLD, GOLD_KEYS, INGESTED_FILE, INGESTED_FILES, KEY_GROUPS, SCOPE, L, S, T, struct
 
 RUNS = struct(("run_id", S), ("started_at", T), ("finished_at", T), ("files", L), ("records_read", L),
               ("quarantined", L), ("max_event_time", T), ("as_of", T), ("summary", S))
@@ -226,7 +226,7 @@ class StagedRun:
         self.store.put("quarantine", bronze.quarantine_records(classified).withColumns(meta), narrow=True)
         self.store.put("ingested_files", spark.createDataFrame(
             [(f.stream, f.path, f.size, f.modified_at, result.lines.get(f.path, 0)) for f in self.plan.files],
-            "stream string, path string, size bigint, modified_at bigint, lines bigint").withColumns(meta))
+            struct(*INGESTED_FILE)).withColumns(meta))
 
     # -- gates --------------------------------------------------------------------------
     def check(self, gate: str) -> None:
