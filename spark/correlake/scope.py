@@ -66,42 +66,25 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
     events; `old_*`: what silver held before (None: nothing); `deployments`: every
     deployment, new ones included; `redeployed`: whether there are new ones.
     """
-    spark = new_messages.sparkSession
     all_messages = _union(new_messages.select(*MESSAGE_FIELDS), old_messages)
     all_events = _union(new_events, old_events)
     messages = all_messages.select("position", *SCOPE, "name").localCheckpoint()
     events = all_events.select(*EVENT_KEYS).localCheckpoint()
     opens = events.where(_opened())
-    first = old_messages is None and old_events is None  # no history: every key is new
-    new_hint = (lambda df: df) if first else broadcast_if_small(new_messages, new_events)
-    if old_groups is None:
-        groups = spark.createDataFrame([], KEY_GROUPS)
-        links = owner_links(opens).unionByName(started_links(opens, _keys(messages)))
-    else:
-        groups = old_groups.localCheckpoint()
-        new_opens = new_events.where(_opened())
-        owners = new_opens.select("tenant_id", "element_instance_key").distinct()
-        in_started = opens.where(started_message_key(F.col("process_instance_key")).isNotNull())
-        links = (owner_links(opens.join(new_hint(owners), ["tenant_id", "element_instance_key"], "left_semi"))
-                 .unionByName(started_links(new_hint(new_opens), _keys(messages)))
-                 .unionByName(started_links(in_started, new_hint(_keys(new_messages)))))
-    changes = grow_groups(groups, links).localCheckpoint()
-    groups = updated_groups(groups, changes).localCheckpoint()
-
-    if first:
+    if old_messages is None and old_events is None:  # no history: every key is new, every group touched
+        changes, groups = _grown(None, _every_link(opens, messages))
         keys = messages.select(*SCOPE).unionByName(opens.select(*SCOPE))
-        touched = with_label(keys, groups).select("tenant_id", "label").distinct().localCheckpoint()
-    else:
-        touched = _touched(new_messages, new_events, messages, opens, groups,
-                           deployments if redeployed else None, new_hint).localCheckpoint()
-    scope = (groups.join(broadcast_if_small(touched)(touched), ["tenant_id", "label"], "left_semi")
-             .unionByName(touched.select("tenant_id", F.col("label").alias("correlation_key"), "label"))
-             .distinct().localCheckpoint())
-    if first:  # every key is in scope: the group table alone gives labels
+        scope = _scope(groups, with_label(keys, groups).select("tenant_id", "label").distinct().localCheckpoint())
         groups_hint = broadcast_if_small(groups)
-        in_scope = lambda df: with_label(df, groups_hint(groups))  # noqa: E731
+        in_scope = lambda df: with_label(df, groups_hint(groups))  # noqa: E731  (the group table alone gives labels)
         scoped = all_messages
     else:
+        new_hint = broadcast_if_small(new_messages, new_events)
+        links = (_every_link(opens, messages) if old_groups is None
+                 else _new_links(opens, messages, new_messages, new_events, new_hint))
+        changes, groups = _grown(old_groups, links)
+        scope = _scope(groups, _touched(new_messages, new_events, messages, opens, groups,
+                                        deployments if redeployed else None, new_hint).localCheckpoint())
         scope_hint = broadcast_if_small(scope)
         in_scope = lambda df: df.join(scope_hint(scope), SCOPE)  # noqa: E731  (adds label)
         scoped = all_messages.join(scope_hint(scope.select(*SCOPE)), SCOPE, "left_semi")
@@ -113,6 +96,38 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
         scope=scope,
         messages=accepted_messages(scoped),
         routed=all_events.join(broadcast_if_small(routed)(routed), "position"))
+
+
+def _every_link(opens: DataFrame, messages: DataFrame) -> DataFrame:
+    """The links of all the records given (no group table to start from)."""
+    return owner_links(opens).unionByName(started_links(opens, _keys(messages)))
+
+
+def _new_links(opens, messages, new_messages, new_events, new_hint) -> DataFrame:
+    """The links the new records bring: the owners of new opens, the instances new opens
+    say a message started, and new messages that started an instance already seen."""
+    new_opens = new_events.where(_opened())
+    owners = new_opens.select("tenant_id", "element_instance_key").distinct()
+    in_started = opens.where(started_message_key(F.col("process_instance_key")).isNotNull())
+    return (owner_links(opens.join(new_hint(owners), ["tenant_id", "element_instance_key"], "left_semi"))
+            .unionByName(started_links(new_hint(new_opens), _keys(messages)))
+            .unionByName(started_links(in_started, new_hint(_keys(new_messages)))))
+
+
+def _grown(old_groups: DataFrame | None, links: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(the group rows the links add or change, every group after them)."""
+    groups = (links.sparkSession.createDataFrame([], KEY_GROUPS) if old_groups is None
+              else old_groups.localCheckpoint())
+    changes = grow_groups(groups, links).localCheckpoint()
+    return changes, updated_groups(groups, changes).localCheckpoint()
+
+
+def _scope(groups: DataFrame, touched: DataFrame) -> DataFrame:
+    """(tenant_id, correlation_key, label) of every key of the touched groups (a key in no
+    group yet is its own group)."""
+    return (groups.join(broadcast_if_small(touched)(touched), ["tenant_id", "label"], "left_semi")
+            .unionByName(touched.select("tenant_id", F.col("label").alias("correlation_key"), "label"))
+            .distinct().localCheckpoint())
 
 
 def _touched(new_messages, new_events, messages, opens, groups, deployments, new_hint) -> DataFrame:
