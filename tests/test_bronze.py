@@ -138,10 +138,26 @@ def test_a_failed_run_leaves_every_table_as_it_was(spark, tmp_path, monkeypatch)
 
 def test_usage_errors_exit_2(tmp_path, capsys):
     assert cli.main(["run", "--landing", str(tmp_path / "missing"), "--lake", str(tmp_path)]) == 2
+    (tmp_path / "a_file").write_text("")
+    assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path / "a_file")]) == 2
+    assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path / "a_file" / "lake")]) == 2
+    assert "as the lake folder" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path), "--as-of", "2026-01-01T00:00:00"])
     assert exc.value.code == 2
     assert "without offset" in capsys.readouterr().err
+
+
+def test_an_unexpected_error_exits_3_not_as_a_failed_gate(tmp_path, capsys, monkeypatch):
+    from correlake import driver
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(driver, "call", broken)
+    assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path / "lake")]) == 3
+    err = capsys.readouterr().err
+    assert "RuntimeError: a bug" in err and "unexpected error" in err
 
 
 def test_gzip_lines_are_read(tmp_path):

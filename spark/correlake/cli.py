@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import sys
 import time
+import traceback
 
 from .config import MAX_QUARANTINE_RATIO, default_driver_socket, state_dir
 
-EXIT_OK, EXIT_GATE, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
 
 
 class UsageError(Exception):
@@ -105,8 +107,10 @@ def cmd_run(args) -> int:
     rebuild = args.command == "rebuild"
     if rebuild and not Path(args.lake, "bronze").is_dir():
         raise UsageError(f"{args.lake} holds no bronze tables to rebuild from")
-    if not rebuild and not Path(args.landing).is_dir():
-        raise UsageError(f"landing folder {args.landing} does not exist")
+    if not rebuild:
+        if not Path(args.landing).is_dir():
+            raise UsageError(f"landing folder {args.landing} does not exist or is not a folder")
+        _lake_folder(Path(args.lake))
     started = time.perf_counter()
     landing, lake_dir = (None if rebuild else str(Path(args.landing).resolve())), str(Path(args.lake).resolve())
     try:  # absolute paths: a driver has its own working directory
@@ -127,6 +131,18 @@ def cmd_run(args) -> int:
     if args.dry_run:
         print("dry run: every gate passed; nothing was published")
     return EXIT_OK
+
+
+def _lake_folder(path) -> None:
+    """Create the lake folder if needed; a path that cannot be one is a usage error."""
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"cannot use {path} as the lake folder: not a folder")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot use {path} as the lake folder: {exc.strerror}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot use {path} as the lake folder: not writable")
 
 
 def cmd_demo(args) -> int:
@@ -178,7 +194,10 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(exc, (SetupError, DriverError)):
             print(f"correlake: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        raise
+        traceback.print_exc()
+        print(f"correlake: unexpected error ({type(exc).__name__}, traceback above); nothing of the run was "
+              "published (a run that had begun to write is rolled back by the next)", file=sys.stderr)
+        return EXIT_ERROR
 
 
 if __name__ == "__main__":

@@ -319,32 +319,37 @@ class StagedRun:
         return self.result
 
     def _write(self) -> None:
-        spark, lake_dir, run_id, result = self.spark, self.lake_dir, self.run_id, self.result
-        get = self._frame
-        if result.rebuild:
-            writes = [lambda n=name: lake.overwrite(get(n), lake_dir, n, run_id)
-                      for name in ("silver_messages", "silver_workflow_events", "silver_deployments", "key_groups",
-                                   *GOLD_TABLES)]
-        else:
-            scope = get("scope").select(*SCOPE)
-            # the MERGEs first: they take longest
-            writes = [lambda n=name: self._restate(n, GOLD[n], scope, GOLD_KEYS[n]) for name in GOLD_TABLES]
-            writes.append(lambda: self._restate("silver_messages", silver.SILVER_MESSAGE, scope, ["message_key"]))
-            changes = get("key_groups")
-            if self.plan.versions["key_groups"] < 0 or not changes.isEmpty():
-                writes.append(lambda: self._restate("key_groups", KEY_GROUPS, changes.select(*SCOPE), SCOPE))
-            if result.deployments:
-                writes.append(lambda: lake.overwrite(get("silver_deployments"), lake_dir, "silver_deployments",
-                                                     run_id))
-            writes += [lambda n=name: lake.append(get(n), lake_dir, n, run_id)
-                       for name in ("quarantine", "ingested_files", "silver_workflow_events")]
-            writes += [lambda s=s: lake.append(get(f"bronze_{s}"), lake_dir, f"bronze_{s}", run_id) for s in STREAMS]
+        spark, result = self.spark, self.result
+        writes = self._rebuild_writes() if result.rebuild else self._incremental_writes()
         with ThreadPoolExecutor(WRITE_THREADS) as pool:
             for future in [pool.submit(write) for write in writes]:
                 future.result()
         if result.as_of is not None and not result.rebuild:
-            refresh_statuses(spark, table_path(lake_dir, "messages"), result.as_of)
-        lake.append(_run_row(spark, result), lake_dir, "runs", run_id)
+            refresh_statuses(spark, table_path(self.lake_dir, "messages"), result.as_of)
+        lake.append(_run_row(spark, result), self.lake_dir, "runs", self.run_id)
+
+    def _rebuild_writes(self) -> list:
+        """Every silver and gold table replaced."""
+        return [lambda n=name: lake.overwrite(self._frame(n), self.lake_dir, n, self.run_id)
+                for name in ("silver_messages", "silver_workflow_events", "silver_deployments", "key_groups",
+                             *GOLD_TABLES)]
+
+    def _incremental_writes(self) -> list:
+        """The touched groups' rows restated, the run's new records appended."""
+        get, lake_dir, run_id = self._frame, self.lake_dir, self.run_id
+        scope = get("scope").select(*SCOPE)
+        # the MERGEs first: they take longest
+        writes = [lambda n=name: self._restate(n, GOLD[n], scope, GOLD_KEYS[n]) for name in GOLD_TABLES]
+        writes.append(lambda: self._restate("silver_messages", silver.SILVER_MESSAGE, scope, ["message_key"]))
+        changes = get("key_groups")
+        if self.plan.versions["key_groups"] < 0 or not changes.isEmpty():
+            writes.append(lambda: self._restate("key_groups", KEY_GROUPS, changes.select(*SCOPE), SCOPE))
+        if self.result.deployments:
+            writes.append(lambda: lake.overwrite(get("silver_deployments"), lake_dir, "silver_deployments", run_id))
+        writes += [lambda n=name: lake.append(get(n), lake_dir, n, run_id)
+                   for name in ("quarantine", "ingested_files", "silver_workflow_events")]
+        writes += [lambda s=s: lake.append(get(f"bronze_{s}"), lake_dir, f"bronze_{s}", run_id) for s in STREAMS]
+        return writes
 
     def _restate(self, name: str, schema, scope: DataFrame, keys: list[str]) -> None:
         """Restate the scope's rows of a table with a MERGE; a new table is simply created."""
