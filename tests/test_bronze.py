@@ -148,6 +148,20 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     assert "without offset" in capsys.readouterr().err
 
 
+def test_what_a_run_will_not_read_is_named(tmp_path):
+    from correlake.landing import unread, unread_warning
+
+    for name in ("messages/a.jsonl", "messages/2026/b.json", "messages/.c.jsonl.tmp", "messages/d.jsonl.gz"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).touch()
+    assert unread(tmp_path) == ["messages/.c.jsonl.tmp", "messages/2026/b.json", "workflow_events/ (no such folder)"]
+    assert unread_warning(tmp_path, shown=2).endswith("messages/.c.jsonl.tmp, messages/2026/b.json and 1 more")
+    (tmp_path / "workflow_events").mkdir()
+    (tmp_path / "messages/2026/b.json").unlink()
+    (tmp_path / "messages/.c.jsonl.tmp").unlink()
+    assert unread_warning(tmp_path) is None
+
+
 def test_an_unexpected_error_exits_3_not_as_a_failed_gate(tmp_path, capsys, monkeypatch):
     from correlake import driver
 

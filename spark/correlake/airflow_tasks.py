@@ -20,6 +20,7 @@ from . import stages
 from .config import state_dir, table_path
 from .driver import call
 from .gates import GateFailed
+from .landing import unread_warning
 from .parsing import BadRecord, parse_time
 from .render import summary
 
@@ -60,6 +61,8 @@ def prepare(context) -> dict | None:
         raise AirflowFailException(f"landing folder {landing} does not exist (Airflow Variable correlake_landing)")
     as_of = as_of_millis(params.get("as_of"), context["dag_run"].run_type, context.get("data_interval_end"))
     print(f"landing {landing}, lake {lake}, as_of {as_of}, params {dict(params)}")
+    if not rebuild and (warning := unread_warning(landing)):
+        log.warning(warning)
     run_id = call("prepare", None if rebuild else landing, lake, as_of=as_of,
                   max_quarantine_ratio=params.get("max_quarantine_ratio"), rebuild=rebuild)
     if run_id is None:

@@ -111,6 +111,10 @@ def cmd_run(args) -> int:
         if not Path(args.landing).is_dir():
             raise UsageError(f"landing folder {args.landing} does not exist or is not a folder")
         _lake_folder(Path(args.lake))
+        from .landing import unread_warning
+
+        if warning := unread_warning(args.landing):
+            print(warning, file=sys.stderr)
     started = time.perf_counter()
     landing, lake_dir = (None if rebuild else str(Path(args.landing).resolve())), str(Path(args.lake).resolve())
     try:  # absolute paths: a driver has its own working directory

@@ -37,6 +37,29 @@ def list_files(landing: str | Path) -> list[LandingFile]:
     return sorted(found, key=lambda f: f.path)
 
 
+def unread(landing: str | Path) -> list[str]:
+    """What a run will not read, for a warning: stream folders that are missing, and files
+    in them not named `*.jsonl[.gz]` (relative paths, sorted)."""
+    notes = []
+    for stream in STREAMS:
+        root = Path(landing) / stream
+        if not root.is_dir():
+            notes.append(f"{stream}/ (no such folder)")
+        notes += sorted(os.path.relpath(os.path.join(folder, name), landing)
+                        for folder, _, names in os.walk(root) for name in names if not name.endswith(SUFFIXES))
+    return notes
+
+
+def unread_warning(landing: str | Path, shown: int = 5) -> str | None:
+    """One line naming what `unread` finds, or None."""
+    notes = unread(landing)
+    if not notes:
+        return None
+    more = f" and {len(notes) - shown} more" if len(notes) > shown else ""
+    return (f"correlake: warning: not read from the landing zone (only <stream>/**/*.jsonl[.gz] are): "
+            f"{', '.join(notes[:shown])}{more}")
+
+
 def new_files(landing: str | Path, ingested: set[tuple]) -> list[LandingFile]:
     """Files whose (path, size, mtime) was not ingested before."""
     return [f for f in list_files(landing) if f.identity not in ingested]
