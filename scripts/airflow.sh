@@ -32,10 +32,10 @@ password="$(python - <<'EOF'
 import json, os, secrets
 from pathlib import Path
 
-from correlake.config import state_dir
+from correlake.config import demo_dir
 from correlake.demo import write_demo_landing
 
-write_demo_landing(state_dir() / "demo" / "landing")
+write_demo_landing(demo_dir() / "landing")
 path = Path(os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"])
 users = json.loads(path.read_text()) if path.exists() else {}
 if "admin" not in users:

@@ -17,7 +17,7 @@ from airflow.sdk import Variable
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from . import stages
-from .config import state_dir, table_path
+from .config import demo_dir, state_dir, table_path
 from .driver import call
 from .gates import GateFailed
 from .landing import unread_warning
@@ -30,7 +30,7 @@ logging.getLogger("py4j").setLevel(logging.WARNING)  # Airflow logs INFO: py4j w
 
 def locations() -> tuple[str, str]:
     """(landing, lake): the Airflow Variables `correlake_landing`, `correlake_lake`, or the defaults."""
-    landing = Variable.get("correlake_landing", default=str(state_dir() / "demo" / "landing"))
+    landing = Variable.get("correlake_landing", default=str(demo_dir() / "landing"))
     lake = Variable.get("correlake_lake", default=str(state_dir() / "airflow" / "lake"))
     return str(Path(landing).resolve()), str(Path(lake).resolve())
 

@@ -9,7 +9,7 @@ import sys
 import time
 import traceback
 
-from .config import MAX_QUARANTINE_RATIO, default_driver_socket, state_dir
+from .config import MAX_QUARANTINE_RATIO, default_driver_socket, demo_dir
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
 
@@ -69,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     rebuild.set_defaults(func=cmd_run)
 
     demo = sub.add_parser("demo", help="write a sample landing and run the pipeline on it")
-    demo.add_argument("--dir", default=str(state_dir() / "demo"), help="demo folder (landing/ and lake/)")
+    demo.add_argument("--dir", default=str(demo_dir()), help="demo folder (landing/ and lake/)")
     demo.add_argument("--hours", type=int, default=3, help="hours of sample traffic")
     demo.add_argument("--seed", type=int, default=7)
     demo.set_defaults(func=cmd_demo)

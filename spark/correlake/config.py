@@ -97,6 +97,21 @@ def table_path(lake: str | Path, name: str) -> str:
     return str((Path(lake) / TABLES[name]).resolve())
 
 
+def lake_state_dir(lake: str | Path) -> Path:
+    """A lake's own state beside its tables: the run lock, the journal, staged runs."""
+    return Path(lake) / "_state"
+
+
+def data_docs_dir(lake: str | Path) -> Path:
+    """The gates' Great Expectations Data Docs site of a lake."""
+    return Path(lake).resolve() / "_quality" / "data_docs"
+
+
+def demo_dir() -> Path:
+    """`correlake demo`'s folder (landing/, lake/), also the Airflow DAG's default landing."""
+    return state_dir() / "demo"
+
+
 def sql_dir() -> Path:
     return PROJECT_ROOT / "sql"
 

@@ -11,12 +11,11 @@ from __future__ import annotations
 import json
 import os
 from functools import cache
-from pathlib import Path
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from .config import expectations_dir
+from .config import data_docs_dir, expectations_dir
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
@@ -146,7 +145,7 @@ def validate(name: str, frame, docs_dir: str) -> tuple[bool, list[dict], str]:
 
 def check(gate: str, frames: dict[str, DataFrame], lake: str) -> None:
     """Run the suites of a gate on its frames; raise GateFailed on any failing expectation."""
-    docs_dir = str(Path(lake).resolve() / "_quality" / "data_docs")
+    docs_dir = str(data_docs_dir(lake))
     report = []
     for name, df in frames.items():
         success, failures, page = validate(name, df.toPandas(), docs_dir)

@@ -14,7 +14,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from .config import LOCK_STALE_SECONDS, TABLES, table_path
+from .config import LOCK_STALE_SECONDS, TABLES, lake_state_dir, table_path
 
 
 class LakeBusy(RuntimeError):
@@ -62,7 +62,7 @@ def create(df: DataFrame, lake: str, name: str, run_id: str) -> None:
 
 # -- the run lock --------------------------------------------------------------------
 def _state(lake: str) -> Path:
-    path = Path(lake) / "_state"
+    path = lake_state_dir(lake)
     path.mkdir(parents=True, exist_ok=True)
     return path
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import charts
 from .cli import EXIT_OK, UsageError
-from .config import default_max_quarantine_ratio, expectations_dir
+from .config import data_docs_dir, default_max_quarantine_ratio, expectations_dir
 
 TIME = "'yyyy-MM-dd HH:mm'"
 # Latency histogram: upper bounds (seconds) and labels; 0 s has its own bucket.
@@ -246,7 +246,7 @@ def _runs(rows: list[dict], lake: str) -> str:
             checks = ", ".join(f"{name} ({n} expectations)" for name, n in suites.items()
                                if name == gate or name.startswith(gate + "_"))
             gates.append([gate, checks, "passed", f"{seconds:.1f} s"])
-    docs = Path(lake).resolve() / "_quality" / "data_docs" / "index.html"
+    docs = data_docs_dir(lake) / "index.html"
     docs_link = f' Validation details: <a href="{docs.as_uri()}">Data Docs</a>.' if docs.exists() else ""
     stages = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())
     return (

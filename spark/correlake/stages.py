@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from . import bronze, gates, gold, lake, scope, silver
 from .config import (AIRFLOW_LOCK_WAIT_SECONDS, GOLD_TABLES, STAGED_RUN_MAX_AGE_SECONDS, STREAMS, TABLES,
-                     WRITE_THREADS, default_max_quarantine_ratio, table_path)
+                     WRITE_THREADS, default_max_quarantine_ratio, lake_state_dir, table_path)
 from .gates import GateFailed
 from .landing import LandingFile, new_files
 from .merge import refresh_statuses, restate
@@ -141,7 +141,7 @@ class DiskStore:
 
 
 def staged_runs_dir(lake_dir: str) -> Path:
-    return Path(lake_dir) / "_state" / "runs"
+    return lake_state_dir(lake_dir) / "runs"
 
 
 class StagedRun:
