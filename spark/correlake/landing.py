@@ -23,17 +23,22 @@ class LandingFile:
         return (self.path, self.size, self.modified_at)
 
 
+def _paths(landing: str | Path, stream: str):
+    """Every file under `<landing>/<stream>/`, at any depth."""
+    for folder, _, names in os.walk(Path(landing) / stream):
+        for name in names:
+            yield os.path.join(folder, name)
+
+
 def list_files(landing: str | Path) -> list[LandingFile]:
     """Every `<landing>/<stream>/**/*.jsonl[.gz]`, sorted by path."""
     found = []
     for stream in STREAMS:
-        root = Path(landing) / stream
-        for folder, _, names in os.walk(root):
-            for name in names:
-                if name.endswith(SUFFIXES):
-                    path = os.path.abspath(os.path.join(folder, name))
-                    st = os.stat(path)
-                    found.append(LandingFile(stream, path, st.st_size, st.st_mtime_ns // 1_000_000))
+        for path in _paths(landing, stream):
+            if path.endswith(SUFFIXES):
+                path = os.path.abspath(path)
+                st = os.stat(path)
+                found.append(LandingFile(stream, path, st.st_size, st.st_mtime_ns // 1_000_000))
     return sorted(found, key=lambda f: f.path)
 
 
@@ -42,11 +47,10 @@ def unread(landing: str | Path) -> list[str]:
     in them not named `*.jsonl[.gz]` (relative paths, sorted)."""
     notes = []
     for stream in STREAMS:
-        root = Path(landing) / stream
-        if not root.is_dir():
+        if not (Path(landing) / stream).is_dir():
             notes.append(f"{stream}/ (no such folder)")
-        notes += sorted(os.path.relpath(os.path.join(folder, name), landing)
-                        for folder, _, names in os.walk(root) for name in names if not name.endswith(SUFFIXES))
+        notes += sorted(os.path.relpath(path, landing) for path in _paths(landing, stream)
+                        if not path.endswith(SUFFIXES))
     return notes
 
 
