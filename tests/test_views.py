@@ -8,8 +8,8 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from correlake import catalog
-from helpers import read_gold
+from correlake import catalog, cli
+from helpers import read_gold, write_landing
 
 HOUR = 3_600_000
 
@@ -94,7 +94,9 @@ def test_buffered_backlog_matches_a_count_at_each_hours_end(spark, gold):
         mine = [m for m in buffered if m["tenant_id"] == r["tenant_id"] and m["published_at"] <= end]
         assert r["buffered"] == sum(end < m["deadline"] for m in mine)
         assert r["uncorrelated"] == sum(end < min(m["deadline"], first[m["message_key"]]) for m in mine)
-        assert r["peak_buffered"] >= r["buffered"]
+        # the peak: the level the hour starts with, or the level after any change within it
+        moments = [r["hour"]] + [t for m in mine for t in (m["published_at"], m["deadline"]) if r["hour"] <= t <= end]
+        assert r["peak_buffered"] == max(sum(m["published_at"] <= t < m["deadline"] for m in mine) for t in moments)
     assert max(r["buffered"] for r in got) > 0
 
 
@@ -142,3 +144,43 @@ def test_subscriptions_closed_without_a_message(spark, gold):
     got = rows(spark, "SELECT * FROM subscriptions_closed_without_message")
     assert {(r["tenant_id"], r["element_instance_key"], r["message_name"]): r["close_reason"] for r in got} == expected
     assert "SIBLING_CORRELATED" in expected.values()
+
+
+def test_lock_waits_and_backlog_peaks_where_the_demo_has_no_example(spark, tmp_path, demo_lake):
+    """A blocked message another process caught (still WAITING for the locked one), a start
+    event that never started anything, one that a redeployment removed, and an hour whose
+    first change is an expiry (its peak is the level it started with)."""
+    def at(hhmm: str) -> str:
+        return f"2026-01-01T{hhmm}:00Z"
+
+    messages = [
+        {"position": 2, "name": "placed", "correlation_key": "k", "published_at": at("10:00"), "ttl_ms": 0},
+        {"position": 4, "name": "placed", "correlation_key": "k", "published_at": at("10:10"), "ttl_ms": 5 * HOUR},
+        {"position": 5, "name": "placed2", "correlation_key": "k", "published_at": at("10:20"), "ttl_ms": 60_000},
+        {"position": 7, "name": "placed", "correlation_key": "k", "published_at": at("10:40"), "ttl_ms": 60_000},
+        {"position": 8, "name": "ping", "correlation_key": "q", "published_at": at("10:50"), "ttl_ms": 1_200_000},
+        {"position": 9, "name": "noise", "correlation_key": "z", "published_at": at("12:00"), "ttl_ms": 0},
+    ]
+    events = [
+        {"position": 1, "type": "PROCESS_DEPLOYED", "timestamp": at("09:00"), "bpmn_process_id": "order",
+         "process_version": 1, "message_start_events": ["placed", "placed2"]},
+        {"position": 3, "type": "SUBSCRIPTION_OPENED", "timestamp": at("10:05"), "bpmn_process_id": "billing",
+         "process_instance_key": "b1", "element_instance_key": "e1", "element_type": "INTERMEDIATE_CATCH_EVENT",
+         "message_name": "placed", "correlation_key": "k"},
+        {"position": 6, "type": "PROCESS_DEPLOYED", "timestamp": at("10:30"), "bpmn_process_id": "order",
+         "process_version": 2, "message_start_events": []},
+    ]
+    lake = str(tmp_path / "lake")
+    assert cli.main(["run", "--landing", str(write_landing(tmp_path / "landing", messages, events)),
+                     "--lake", lake]) == 0
+    try:
+        catalog.register(spark, lake)
+        waits = rows(spark, "SELECT message_key, lock_holder, outcome, waited_s FROM start_lock_waits")
+        assert sorted(waits, key=lambda r: r["message_key"]) == [
+            {"message_key": 4, "lock_holder": "msg-start:order:2", "outcome": "WAITING", "waited_s": 6600.0},
+            {"message_key": 5, "lock_holder": "msg-start:order:2", "outcome": "EXPIRED", "waited_s": 60.0}]
+        backlog = rows(spark, "SELECT hour(hour) AS h, buffered, peak_buffered FROM buffered_backlog ORDER BY h")
+        assert backlog == [{"h": 10, "buffered": 2, "peak_buffered": 2}, {"h": 11, "buffered": 1, "peak_buffered": 2},
+                           {"h": 12, "buffered": 1, "peak_buffered": 1}]
+    finally:
+        catalog.register(spark, demo_lake)

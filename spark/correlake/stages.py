@@ -344,7 +344,7 @@ class StagedRun:
         changes = get("key_groups")
         if self.plan.versions["key_groups"] < 0 or not changes.isEmpty():
             writes.append(lambda: self._restate("key_groups", KEY_GROUPS, changes.select(*SCOPE), SCOPE))
-        if self.result.deployments:
+        if self.result.deployments or self.plan.versions["silver_deployments"] < 0:  # a lake has every table
             writes.append(lambda: lake.overwrite(get("silver_deployments"), lake_dir, "silver_deployments", run_id))
         writes += [lambda n=name: lake.append(get(n), lake_dir, n, run_id)
                    for name in ("quarantine", "ingested_files", "silver_workflow_events")]

@@ -11,11 +11,17 @@ WITH accepted AS (
   WHERE m.duplicate_of IS NULL AND m.ttl_ms > 0
 ),
 as_of AS (SELECT max(as_of) AS as_of FROM gold_messages),
+hour_starts AS (  -- the level an hour starts with, carried over, counts towards its peak
+  SELECT tenant_id, explode(sequence(date_trunc('HOUR', min(published_at)), date_trunc('HOUR', max(a.as_of)),
+                                     INTERVAL 1 HOUR)) AS at
+  FROM accepted CROSS JOIN as_of a WHERE published_at <= a.as_of GROUP BY tenant_id
+),
 changes AS (
   SELECT d.tenant_id, d.at, sum(d.d_buffered) AS d_buffered, sum(d.d_uncorrelated) AS d_uncorrelated
   FROM (SELECT tenant_id, published_at AS at, 1 AS d_buffered, 1 AS d_uncorrelated FROM accepted
         UNION ALL SELECT tenant_id, deadline, -1, 0 FROM accepted
-        UNION ALL SELECT tenant_id, waited_until, 0, -1 FROM accepted) d
+        UNION ALL SELECT tenant_id, waited_until, 0, -1 FROM accepted
+        UNION ALL SELECT tenant_id, at, 0, 0 FROM hour_starts) d
   CROSS JOIN as_of
   WHERE d.at <= as_of.as_of
   GROUP BY d.tenant_id, d.at
@@ -24,19 +30,7 @@ levels AS (
   SELECT tenant_id, at, sum(d_buffered) OVER w AS buffered, sum(d_uncorrelated) OVER w AS uncorrelated
   FROM changes
   WINDOW w AS (PARTITION BY tenant_id ORDER BY at ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
-),
-hourly AS (
-  SELECT tenant_id, date_trunc('HOUR', at) AS hour, max_by(buffered, at) AS buffered,
-         max_by(uncorrelated, at) AS uncorrelated, max(buffered) AS peak_buffered
-  FROM levels GROUP BY 1, 2
-),
-hours AS (
-  SELECT h.tenant_id, explode(sequence(min(h.hour), date_trunc('HOUR', max(a.as_of)), INTERVAL 1 HOUR)) AS hour
-  FROM hourly h CROSS JOIN as_of a GROUP BY h.tenant_id
 )
-SELECT hours.tenant_id, hours.hour,
-       last(hourly.buffered, true) OVER w AS buffered,
-       last(hourly.uncorrelated, true) OVER w AS uncorrelated,
-       coalesce(hourly.peak_buffered, last(hourly.buffered, true) OVER w) AS peak_buffered
-FROM hours LEFT JOIN hourly ON hourly.tenant_id = hours.tenant_id AND hourly.hour = hours.hour
-WINDOW w AS (PARTITION BY hours.tenant_id ORDER BY hours.hour ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+SELECT tenant_id, date_trunc('HOUR', at) AS hour, max_by(buffered, at) AS buffered,
+       max_by(uncorrelated, at) AS uncorrelated, max(buffered) AS peak_buffered
+FROM levels GROUP BY 1, 2

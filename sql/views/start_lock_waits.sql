@@ -1,12 +1,22 @@
 -- Which messages waited behind the start-event lock (rules 19-21), for how long, and how
 -- did the wait end? One row per message and process: the message was published while an
 -- instance of that process, started by another message with the same (non-empty) key, was
--- active. `outcome`: STARTED (an instance once the lock was released), CAUGHT (by a
--- subscription of the process later), WAITING (still buffered) or EXPIRED; `waited_s`
--- runs to the correlation, else to the deadline or gold's as_of.
-WITH start_names AS (
-  SELECT DISTINCT tenant_id, bpmn_process_id, message_name
-  FROM gold_correlations WHERE subscription_type = 'START'
+-- active, and the process's latest deployment then had a start event for its name.
+-- `outcome`: STARTED (an instance once the lock was released), CAUGHT (by a subscription
+-- of the process later), WAITING (still buffered) or EXPIRED; `waited_s` runs to the
+-- correlation, else to the deadline or gold's as_of.
+WITH starters AS (
+  -- each message and the processes it would start: their latest deployment before it in
+  -- the order (time, then position) has a start event for its name (rules 18-19)
+  SELECT message_key, bpmn_process_id
+  FROM (SELECT m.message_key, d.bpmn_process_id, array_contains(d.message_start_events, m.name) AS starts,
+               row_number() OVER (PARTITION BY m.message_key, d.bpmn_process_id
+                                  ORDER BY d.deployed_at DESC, d.position DESC) AS latest
+        FROM gold_messages m
+        JOIN silver_deployments d
+          ON d.tenant_id = m.tenant_id
+         AND (d.deployed_at < m.published_at OR (d.deployed_at = m.published_at AND d.position < m.message_key)))
+  WHERE latest = 1 AND starts
 ),
 instances AS (  -- started on publish: ordered among the messages of its instant by position
   SELECT i.*, c.message_published_at = i.started_at AS started_on_publish
@@ -16,10 +26,10 @@ instances AS (  -- started on publish: ordered among the messages of its instant
 ),
 blocked AS (
   SELECT m.tenant_id, i.bpmn_process_id, m.correlation_key, m.name AS message_name, m.message_key,
-         m.published_at, m.deadline, m.status, m.as_of,
+         m.published_at, m.ttl_ms, m.deadline, m.as_of,
          i.process_instance_key AS lock_holder, i.ended_at AS lock_released_at
   FROM gold_messages m
-  JOIN start_names n ON n.tenant_id = m.tenant_id AND n.message_name = m.name
+  JOIN starters n ON n.message_key = m.message_key
   JOIN instances i
     ON i.tenant_id = m.tenant_id AND i.bpmn_process_id = n.bpmn_process_id
    AND i.correlation_key = m.correlation_key AND i.message_key <> m.message_key
@@ -32,7 +42,7 @@ SELECT b.tenant_id, b.bpmn_process_id, b.correlation_key, b.message_name, b.mess
        b.lock_holder, b.lock_released_at, c.correlated_at,
        CASE WHEN c.subscription_type = 'START' THEN 'STARTED'
             WHEN c.subscription_type = 'CATCH' THEN 'CAUGHT'
-            WHEN b.status = 'BUFFERED' THEN 'WAITING'
+            WHEN b.ttl_ms > 0 AND b.deadline > b.as_of THEN 'WAITING'  -- still in the buffer (rule 6)
             ELSE 'EXPIRED' END AS outcome,
        CAST(unix_millis(coalesce(c.correlated_at, least(b.deadline, b.as_of))) - unix_millis(b.published_at)
             AS DOUBLE) / 1000 AS waited_s
