@@ -15,7 +15,8 @@ WITH starters AS (
         FROM gold_messages m
         JOIN silver_deployments d
           ON d.tenant_id = m.tenant_id
-         AND (d.deployed_at < m.published_at OR (d.deployed_at = m.published_at AND d.position < m.message_key)))
+         AND (d.deployed_at < m.published_at OR (d.deployed_at = m.published_at AND d.position < m.message_key))
+        WHERE m.duplicate_of IS NULL AND m.correlation_key <> '')  -- only such messages meet the lock
   WHERE latest = 1 AND starts
 ),
 instances AS (  -- started on publish: ordered among the messages of its instant by position
