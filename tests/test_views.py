@@ -148,8 +148,8 @@ def test_subscriptions_closed_without_a_message(spark, gold):
 
 def test_lock_waits_and_backlog_peaks_where_the_demo_has_no_example(spark, tmp_path, demo_lake):
     """A blocked message another process caught (still WAITING for the locked one), a start
-    event that never started anything, one that a redeployment removed, and an hour whose
-    first change is an expiry (its peak is the level it started with)."""
+    event that never started anything, one that a redeployment at the same instant removed,
+    and an hour whose first change is an expiry (its peak is the level it started with)."""
     def at(hhmm: str) -> str:
         return f"2026-01-01T{hhmm}:00Z"
 
@@ -167,8 +167,8 @@ def test_lock_waits_and_backlog_peaks_where_the_demo_has_no_example(spark, tmp_p
         {"position": 3, "type": "SUBSCRIPTION_OPENED", "timestamp": at("10:05"), "bpmn_process_id": "billing",
          "process_instance_key": "b1", "element_instance_key": "e1", "element_type": "INTERMEDIATE_CATCH_EVENT",
          "message_name": "placed", "correlation_key": "k"},
-        {"position": 6, "type": "PROCESS_DEPLOYED", "timestamp": at("10:30"), "bpmn_process_id": "order",
-         "process_version": 2, "message_start_events": []},
+        {"position": 10, "type": "PROCESS_DEPLOYED", "timestamp": at("10:40"), "bpmn_process_id": "order",
+         "process_version": 2, "message_start_events": []},  # before message 7 of the same instant (rule 2)
     ]
     lake = str(tmp_path / "lake")
     assert cli.main(["run", "--landing", str(write_landing(tmp_path / "landing", messages, events)),

@@ -7,7 +7,8 @@
 -- correlation, else to the deadline or gold's as_of.
 WITH starters AS (
   -- each message and the processes it would start: their latest deployment before it in
-  -- the order (time, then position) has a start event for its name (rules 18-19)
+  -- the order has a start event for its name (rules 18-19; at one instant, workflow
+  -- events come before messages, rule 2)
   SELECT message_key, bpmn_process_id
   FROM (SELECT m.message_key, d.bpmn_process_id, array_contains(d.message_start_events, m.name) AS starts,
                row_number() OVER (PARTITION BY m.message_key, d.bpmn_process_id
@@ -15,7 +16,7 @@ WITH starters AS (
         FROM gold_messages m
         JOIN silver_deployments d
           ON d.tenant_id = m.tenant_id
-         AND (d.deployed_at < m.published_at OR (d.deployed_at = m.published_at AND d.position < m.message_key))
+         AND d.deployed_at <= m.published_at
         WHERE m.duplicate_of IS NULL AND m.correlation_key <> '')  -- only such messages meet the lock
   WHERE latest = 1 AND starts
 ),
