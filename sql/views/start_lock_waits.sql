@@ -6,18 +6,21 @@
 -- of the process later), WAITING (still buffered) or EXPIRED; `waited_s` runs to the
 -- correlation, else to the deadline or gold's as_of.
 WITH starters AS (
-  -- each message and the processes it would start: their latest deployment before it in
-  -- the order has a start event for its name (rules 18-19; at one instant, workflow
-  -- events come before messages, rule 2)
-  SELECT message_key, bpmn_process_id
-  FROM (SELECT m.message_key, d.bpmn_process_id, array_contains(d.message_start_events, m.name) AS starts,
+  -- each message that can meet the lock, once per process it would start: the process's
+  -- latest deployment before it in the order has a start event for its name (rules 18-19;
+  -- at one instant, workflow events come before messages, rule 2)
+  SELECT tenant_id, bpmn_process_id, correlation_key, message_name, message_key, published_at, ttl_ms, deadline,
+         as_of
+  FROM (SELECT m.tenant_id, d.bpmn_process_id, m.correlation_key, m.name AS message_name, m.message_key,
+               m.published_at, m.ttl_ms, m.deadline, m.as_of,
+               array_contains(d.message_start_events, m.name) AS starts,
                row_number() OVER (PARTITION BY m.message_key, d.bpmn_process_id
                                   ORDER BY d.deployed_at DESC, d.position DESC) AS latest
         FROM gold_messages m
         JOIN silver_deployments d
           ON d.tenant_id = m.tenant_id
          AND d.deployed_at <= m.published_at
-        WHERE m.duplicate_of IS NULL AND m.correlation_key <> '')  -- only such messages meet the lock
+        WHERE m.duplicate_of IS NULL AND m.correlation_key <> '')
   WHERE latest = 1 AND starts
 ),
 instances AS (  -- started on publish: ordered among the messages of its instant by position
@@ -27,18 +30,14 @@ instances AS (  -- started on publish: ordered among the messages of its instant
                           AND c.subscription_type = 'START'
 ),
 blocked AS (
-  SELECT m.tenant_id, i.bpmn_process_id, m.correlation_key, m.name AS message_name, m.message_key,
-         m.published_at, m.ttl_ms, m.deadline, m.as_of,
-         i.process_instance_key AS lock_holder, i.ended_at AS lock_released_at
-  FROM gold_messages m
-  JOIN starters n ON n.message_key = m.message_key
+  SELECT m.*, i.process_instance_key AS lock_holder, i.ended_at AS lock_released_at
+  FROM starters m
   JOIN instances i
-    ON i.tenant_id = m.tenant_id AND i.bpmn_process_id = n.bpmn_process_id
+    ON i.tenant_id = m.tenant_id AND i.bpmn_process_id = m.bpmn_process_id
    AND i.correlation_key = m.correlation_key AND i.message_key <> m.message_key
    AND (i.started_at < m.published_at
         OR (i.started_at = m.published_at AND (NOT i.started_on_publish OR i.message_key < m.message_key)))
    AND (i.ended_at IS NULL OR i.ended_at > m.published_at)
-  WHERE m.duplicate_of IS NULL AND m.correlation_key <> ''
 )
 SELECT b.tenant_id, b.bpmn_process_id, b.correlation_key, b.message_name, b.message_key, b.published_at,
        b.lock_holder, b.lock_released_at, c.correlated_at,
