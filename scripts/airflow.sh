@@ -62,4 +62,8 @@ else
   trap 'kill "$driver" 2>/dev/null || true' EXIT
   echo "  Spark driver     $CORRELAKE_DRIVER (pid $driver, log $AIRFLOW_HOME/driver.log; warming up, ~1.5 min)"
 fi
-airflow standalone
+# Ctrl-C: `airflow standalone` leaves its components running on SIGINT but stops them on SIGTERM
+airflow standalone &
+standalone=$!
+trap 'kill -TERM "$standalone" 2>/dev/null || true' INT TERM
+wait "$standalone" || wait "$standalone"

@@ -37,7 +37,7 @@ if [ "$(cat "$jar_stamp" 2>/dev/null)" != "$jar_want" ]; then
   echo "correlake setup: fetching Delta JARs with Maven ..."
   tmp="$state/jars.tmp"
   rm -rf "$tmp" && mkdir -p "$tmp"
-  mvn -q -f tools/delta-jars/pom.xml dependency:copy-dependencies \
+  mvn -q -B -Dstyle.color=never -f tools/delta-jars/pom.xml dependency:copy-dependencies \
       -DincludeScope=runtime -DoutputDirectory="$root/$tmp" \
     || die "Maven could not fetch the Delta JARs (is Maven Central reachable?)"
   pyspark_jars="$(.venv/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"

@@ -133,3 +133,12 @@ def test_a_dry_run_passes_the_gates_and_publishes_nothing(correlake_dag, airflow
     assert states["publish"] == states["stats"] == "skipped"
     assert _gold_versions(lake) == before
     assert list(staged_runs_dir(str(lake)).iterdir()) == []
+
+
+def test_nothing_new_skips_the_run_and_a_dry_run_leaves_statuses_as_they_were(correlake_dag, airflow_run):
+    _, _, lake = airflow_run
+    before = _gold_versions(lake)
+    run = correlake_dag.test(run_conf={"dry_run": True, "as_of": "2030-01-01T00:00:00Z"})
+    states = _states(run)
+    assert states["prepare"] == "success" and {states[t] for t in TASKS[1:]} == {"skipped"}
+    assert _gold_versions(lake) == before

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import shutil
 
 import pytest
 
@@ -90,7 +91,7 @@ def test_rerun_with_nothing_new_is_a_noop(mixed):
     spark, landing, lake_dir, _ = mixed
     before = versions(lake_dir)
     result = pipeline.run(spark, str(landing), lake_dir)
-    assert result.noop and versions(lake_dir) == before
+    assert result.nothing_new and versions(lake_dir) == before
 
 
 def test_later_run_replays_and_conflicts_against_bronze(mixed):
@@ -146,17 +147,26 @@ def test_usage_errors_exit_2(tmp_path, capsys):
         cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path), "--as-of", "2026-01-01T00:00:00"])
     assert exc.value.code == 2
     assert "without offset" in capsys.readouterr().err
+    for bad in (["run", "--landing", str(tmp_path), "--lake", str(tmp_path), "--wait", "-5"],
+                ["demo", "--hours", "0"], ["demo", "--hours", "1.5"]):
+        with pytest.raises(SystemExit) as exc:
+            cli.main(bad)
+        assert exc.value.code == 2
 
 
 def test_what_a_run_will_not_read_is_named(tmp_path):
     from correlake.landing import unread, unread_warning
 
-    for name in ("messages/a.jsonl", "messages/2026/b.json", "messages/.c.jsonl.tmp", "messages/d.jsonl.gz"):
+    for name in ("messages/a.jsonl", "messages/2026/b.json", "messages/.c.jsonl.tmp", "messages/d.jsonl.gz",
+                 "e.jsonl", "old/f.jsonl"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).touch()
-    assert unread(tmp_path) == ["messages/.c.jsonl.tmp", "messages/2026/b.json", "workflow_events/ (no such folder)"]
-    assert unread_warning(tmp_path, shown=2).endswith("messages/.c.jsonl.tmp, messages/2026/b.json and 1 more")
+    assert unread(tmp_path) == ["e.jsonl", "old/", "messages/.c.jsonl.tmp", "messages/2026/b.json",
+                                "workflow_events/ (no such folder)"]
+    assert unread_warning(tmp_path, shown=2).endswith("e.jsonl, old/ and 3 more")
     (tmp_path / "workflow_events").mkdir()
+    (tmp_path / "e.jsonl").unlink()
+    shutil.rmtree(tmp_path / "old")
     (tmp_path / "messages/2026/b.json").unlink()
     (tmp_path / "messages/.c.jsonl.tmp").unlink()
     assert unread_warning(tmp_path) is None
@@ -183,17 +193,32 @@ def test_gzip_lines_are_read(tmp_path):
     assert list(parse_file("messages", "bad.jsonl.gz", b"not gzip"))[0]["reason"].startswith("unreadable gzip")
 
 
-def test_as_of_moves_statuses_without_new_records(spark, tmp_path):
+def test_as_of_moves_statuses_without_new_records(spark, tmp_path, capsys):
+    """Nothing new: statuses follow as_of, each refresh is a run recorded in _meta/runs,
+    a dry run changes nothing, and the same command again is a no-op."""
     landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
     write_jsonl(landing / "messages" / "a.jsonl", [m(1, ttl_ms=1000), m(2, ttl_ms=0)])
-    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 0
+    run = ["run", "--landing", str(landing), "--lake", lake_dir]
+    assert cli.main(run) == 0
 
     def statuses():
         rows = table(spark, lake_dir, "messages").select("message_key", "status", "as_of").collect()
         return {r["message_key"]: r["status"] for r in rows}, {r["as_of"] for r in rows}
 
     assert statuses()[0] == {1: "BUFFERED", 2: "EXPIRED"}
-    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--as-of", str(T0 + 5000)]) == 0
+    assert cli.main([*run, "--as-of", str(T0 + 5000)]) == 0
     assert statuses()[0] == {1: "EXPIRED", 2: "EXPIRED"} and len(statuses()[1]) == 1
-    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 0  # back to the default as_of
+    capsys.readouterr()
+    before = versions(lake_dir)
+    assert cli.main([*run, "--dry-run"]) == 0
+    assert "dry run: would re-evaluate the statuses" in capsys.readouterr().out
+    assert versions(lake_dir) == before and statuses()[0] == {1: "EXPIRED", 2: "EXPIRED"}
+    assert cli.main(run) == 0  # back to the default as_of
+    assert "statuses of gold/messages re-evaluated" in capsys.readouterr().out
     assert statuses()[0] == {1: "BUFFERED", 2: "EXPIRED"}
+    refresh = table(spark, lake_dir, "runs").orderBy("finished_at").collect()[-1]
+    assert (refresh["files"], refresh["records_read"]) == (0, 0)
+    assert json.loads(refresh["summary"])["as_of_before"] == T0 + 5000
+    before = versions(lake_dir)
+    assert cli.main(run) == 0
+    assert "no table changed" in capsys.readouterr().out and versions(lake_dir) == before

@@ -53,7 +53,7 @@ def test_maintenance_compacts_and_changes_no_row(spark, lake_dir):
     assert all(t.log_files[1] > t.log_files[0] for t in tables.values())  # commits, a checkpoint
     assert contents(spark, lake_dir, old) == before  # time travel to before maintenance
     maintained = versions(lake_dir)
-    assert pipeline.run(spark, str(landing), lake_dir).noop and versions(lake_dir) == maintained
+    assert pipeline.run(spark, str(landing), lake_dir).nothing_new and versions(lake_dir) == maintained
 
 
 def test_explicit_zero_retention_vacuums_and_rolls_back_first(spark, lake_dir, capsys):

@@ -82,7 +82,7 @@ def test_a_run_killed_anywhere_is_rolled_back_and_the_next_run_converges(spark, 
             continue
         assert (Path(lake_dir) / "_state" / "inflight.json").exists(), point
         result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
-        assert not result.noop, point
+        assert not result.nothing_new, point
         assert snapshot(spark, lake_dir) == reference, f"killed during {point}: the rerun did not converge"
         assert not (Path(lake_dir) / "_state" / "inflight.json").exists()
 
@@ -120,7 +120,7 @@ def test_staged_run_publishes_once_and_refuses_a_lake_that_moved(spark, world, t
     with pytest.raises(stages.LakeMoved, match="start a new one"):
         stages.publish(spark, lake_dir, stale)
     assert snapshot(spark, lake_dir) == reference
-    assert stages.prepare(spark, str(landing), lake_dir) is None  # nothing new
+    assert stages.prepare(spark, str(landing), lake_dir).nothing_new
 
 
 def test_rebuild_from_bronze_gives_the_same_gold(spark, world, tmp_path):

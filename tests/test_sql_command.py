@@ -34,6 +34,9 @@ def test_prints_an_aligned_table_and_tells_what_was_left_out(spark, demo_lake, c
     code, out, _ = sql(capsys, "--lake", demo_lake, "SELECT outcome, count(*) AS n FROM start_lock_waits GROUP BY 1")
     assert code == 0 and out.startswith("outcome") and out.rstrip().endswith(("row)", "rows)"))
 
+    code, out, _ = sql(capsys, "--lake", demo_lake, "--limit", "100", "SHOW TABLES")
+    assert code == 0 and "gold_correlations" in out and "unmatched_messages" in out
+
     code, out, _ = sql(capsys, "--lake", demo_lake, "--list")
     assert code == 0 and "gold_message_started_instances" in out and "quarantine" in out
     assert "buffered_backlog" in out and "?" in out
@@ -60,7 +63,8 @@ def test_errors_are_one_clear_line_and_exit_2(demo_lake, tmp_path, capsys):
         "SELECT * FROM no_such_table": "TABLE_OR_VIEW_NOT_FOUND",
         "SELECT no_such_column FROM gold_messages": "UNRESOLVED_COLUMN",
         "DELETE FROM gold_messages": "only reads",
-        "WITH m AS (SELECT * FROM gold_messages) INSERT INTO gold_messages SELECT * FROM m": "only reads",
+        "WITH m AS (SELECT * FROM gold_messages) INSERT INTO gold_messages SELECT * FROM m":
+            "only reads: InsertIntoStatement is not a query",
     }
     before = version(table_path(demo_lake, "messages"))
     for query, expected in cases.items():

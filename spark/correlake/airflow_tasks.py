@@ -53,7 +53,8 @@ def _run(context) -> dict:
 
 
 def prepare(context) -> dict | None:
-    """Plan the run (a rebuild reads bronze only); None, so the later tasks skip, when nothing is new."""
+    """Plan the run (a rebuild reads bronze only); None, so the later tasks skip, when nothing is new
+    (statuses are then re-evaluated if as_of moved, outside a dry run)."""
     params = context["params"]
     rebuild = params["rebuild"]
     landing, lake = locations()
@@ -63,12 +64,14 @@ def prepare(context) -> dict | None:
     print(f"landing {landing}, lake {lake}, as_of {as_of}, params {dict(params)}")
     if not rebuild and (warning := unread_warning(landing)):
         log.warning(warning)
-    run_id = call("prepare", None if rebuild else landing, lake, as_of=as_of,
-                  max_quarantine_ratio=params.get("max_quarantine_ratio"), rebuild=rebuild)
-    if run_id is None:
-        print("correlake: nothing new to ingest; statuses refreshed if as_of moved; the later tasks are skipped")
+    planned = call("prepare", None if rebuild else landing, lake, as_of=as_of,
+                   max_quarantine_ratio=params.get("max_quarantine_ratio"), rebuild=rebuild,
+                   dry_run=params["dry_run"])
+    if isinstance(planned, stages.RunResult):
+        print(summary(planned))
+        print("the later tasks are skipped")
         return None
-    return {"run_id": run_id, "lake": lake}
+    return {"run_id": planned, "lake": lake}
 
 
 def stage(context, name: str) -> None:

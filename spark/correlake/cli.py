@@ -27,11 +27,11 @@ def _as_of(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{exc} (use ISO-8601 with an offset, or epoch millis)") from None
 
 
-def _number(low: float, high: float, what: str):
-    """An argparse type: a finite float in [low, high]."""
+def _number(low: float, high: float, what: str, kind=float):
+    """An argparse type: a finite number of `kind` (float or int) in [low, high]."""
     def parse(text: str) -> float:
         try:
-            value = float(text)
+            value = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
         if not (math.isfinite(value) and low <= value <= high):
@@ -42,6 +42,9 @@ def _number(low: float, high: float, what: str):
 
 _ratio = _number(0.0, 1.0, "between 0 and 1")
 _hours = _number(0.0, math.inf, "a number of hours, 0 or more")
+_seconds = _number(0.0, math.inf, "a number of seconds, 0 or more")
+_count = _number(0, math.inf, "a whole number, 0 or more", int)
+_positive = _number(1, math.inf, "a whole number, 1 or more", int)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--max-quarantine-ratio", type=_ratio, default=None,
                      help="fail when more than this share of the records read is quarantined "
                           f"(default: $CORRELAKE_MAX_QUARANTINE_RATIO, else {MAX_QUARANTINE_RATIO})")
-    run.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+    run.add_argument("--wait", type=_seconds, default=0.0, metavar="SECONDS",
                      help="wait this long for another run holding the lake's lock")
     run.add_argument("--dry-run", action="store_true", help="run every stage and gate, publish nothing")
     run.set_defaults(func=cmd_run)
@@ -63,14 +66,14 @@ def build_parser() -> argparse.ArgumentParser:
     rebuild = sub.add_parser("rebuild", help="recompute silver and gold from bronze")
     rebuild.add_argument("--lake", required=True, help="lake folder (Delta tables)")
     rebuild.add_argument("--as-of", type=_as_of, help="evaluate statuses at this time (ISO-8601 with offset)")
-    rebuild.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+    rebuild.add_argument("--wait", type=_seconds, default=0.0, metavar="SECONDS",
                          help="wait this long for another run holding the lake's lock")
     rebuild.add_argument("--dry-run", action="store_true", help="run every stage and gate, publish nothing")
     rebuild.set_defaults(func=cmd_run)
 
     demo = sub.add_parser("demo", help="write a sample landing and run the pipeline on it")
     demo.add_argument("--dir", default=str(demo_dir()), help="demo folder (landing/ and lake/)")
-    demo.add_argument("--hours", type=int, default=3, help="hours of sample traffic")
+    demo.add_argument("--hours", type=_positive, default=3, help="hours of sample traffic")
     demo.add_argument("--seed", type=int, default=7)
     demo.set_defaults(func=cmd_demo)
 
@@ -79,14 +82,14 @@ def build_parser() -> argparse.ArgumentParser:
     maintain.add_argument("--retain-hours", type=_hours, default=None,
                           help="VACUUM retention (default: Delta's 168 h; a smaller value overrides its check)")
     maintain.add_argument("--dry-run", action="store_true", help="change nothing; report what VACUUM would delete")
-    maintain.add_argument("--wait", type=float, default=0.0, metavar="SECONDS",
+    maintain.add_argument("--wait", type=_seconds, default=0.0, metavar="SECONDS",
                           help="wait this long for a run holding the lake's lock")
     maintain.set_defaults(func=cmd_maintain)
 
     serve = sub.add_parser("serve", help="a long-lived Spark driver that runs take turns on (CORRELAKE_DRIVER)")
     serve.add_argument("--socket", default=str(default_driver_socket()),
                        help="Unix socket to listen on (default: $CORRELAKE_DRIVER, else <state>/driver.sock)")
-    serve.add_argument("--warm-up", type=int, default=2, metavar="ROUNDS",
+    serve.add_argument("--warm-up", type=_count, default=2, metavar="ROUNDS",
                        help="before serving, a synthetic first run and this many increments (0: none)")
     serve.set_defaults(func=cmd_serve)
 
@@ -132,7 +135,7 @@ def cmd_run(args) -> int:
     from .render import summary
 
     print(summary(result))
-    if args.dry_run:
+    if args.dry_run and not result.nothing_new:
         print("dry run: every gate passed; nothing was published")
     return EXIT_OK
 

@@ -43,9 +43,10 @@ def list_files(landing: str | Path) -> list[LandingFile]:
 
 
 def unread(landing: str | Path) -> list[str]:
-    """What a run will not read, for a warning: stream folders that are missing, and files
-    in them not named `*.jsonl[.gz]` (relative paths, sorted)."""
-    notes = []
+    """What a run will not read, for a warning: stream folders that are missing, files in
+    them not named `*.jsonl[.gz]`, and anything else at the landing's top (relative paths)."""
+    notes = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in Path(landing).iterdir()
+                   if entry.name not in STREAMS)
     for stream in STREAMS:
         if not (Path(landing) / stream).is_dir():
             notes.append(f"{stream}/ (no such folder)")

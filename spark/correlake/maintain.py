@@ -173,4 +173,5 @@ def summary(result: Maintenance) -> str:
     for t in result.tables:
         rows.append(f"{t.table:<34}{arrow(t.files):>14}{arrow(t.bytes, 1 << 20):>16}{arrow(t.on_disk):>16}"
                     f"{arrow(t.log_files):>12}{t.compacted:>11}{t.purged_dvs:>12}{t.vacuumed:>14}{t.seconds:>8}")
-    return "\n".join(head + rows + [f"total {result.seconds} s"])
+    return "\n".join(head + rows + [f"total {result.seconds} s (tables are maintained {WRITE_THREADS} at a time: "
+                                     "their seconds overlap)"])

@@ -23,7 +23,7 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
     bronze) and bring silver and gold up to date; with `dry_run`, stop after the gates."""
     with lake.run_lock(lake_dir, wait_seconds):
         staged = StagedRun.prepare(spark, landing, lake_dir, lambda _: MemoryStore(), as_of,
-                                   max_quarantine_ratio, rebuild)
+                                   max_quarantine_ratio, rebuild, dry_run)
         if isinstance(staged, RunResult):
             return staged
         try:

@@ -50,7 +50,8 @@ def main(args: argparse.Namespace) -> int:
     spark_errors = PySparkLogger.getLogger("SQLQueryContextLogger")  # it would print each SQL error as JSON too
     spark_errors.disabled = True
     try:
-        catalog.register(spark, args.lake, [args.query])
+        listed = args.query.lstrip().upper().startswith("SHOW")  # SHOW TABLES lists them all
+        catalog.register(spark, args.lake, None if listed else [args.query])
         df = run(spark, args.query)
         print(f"wrote {write(df, args.out, fmt)} rows to {args.out}" if args.out else show(df, args.limit))
     except PySparkException as exc:
@@ -81,19 +82,20 @@ def run(spark, text: str):
         plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
     except Py4JJavaError as exc:
         raise convert_exception(exc.java_exception) from None
-    root = plan.getClass().getSimpleName()
-    if not root.startswith(READ_ONLY_COMMANDS) and _writes(spark, plan):
-        raise UsageError(f"correlake sql only reads: {root} is not a query "
+    if not plan.getClass().getSimpleName().startswith(READ_ONLY_COMMANDS) and (writer := _writer(spark, plan)):
+        raise UsageError(f"correlake sql only reads: {writer} is not a query "
                          "(use SELECT, WITH, SHOW, DESCRIBE or EXPLAIN)")
     return spark.sql(text)
 
 
-def _writes(spark, plan) -> bool:
-    """Whether the parsed plan holds a command or a parsed statement (INSERT, RESTORE, …)."""
+def _writer(spark, plan) -> str | None:
+    """The first command or parsed statement (INSERT, RESTORE, …) in the parsed plan, by name."""
     command = spark._jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command")
+    name = plan.getClass().getSimpleName()
+    if command.isInstance(plan) or name.endswith("Statement"):
+        return name
     children = plan.children()
-    return (command.isInstance(plan) or plan.getClass().getSimpleName().endswith("Statement")
-            or any(_writes(spark, children.apply(i)) for i in range(children.size())))
+    return next(filter(None, (_writer(spark, children.apply(i)) for i in range(children.size()))), None)
 
 
 def show(df, limit: int) -> str:

@@ -14,10 +14,16 @@ def _iso(millis) -> str:
 
 
 def summary(result) -> str:
-    if result.noop:
-        return f"correlake: nothing new to ingest; no table changed (as_of {_iso(result.as_of)})"
+    if result.nothing_new:
+        if result.as_of_before is None:
+            return f"correlake: nothing new to ingest; no table changed (as_of {_iso(result.as_of)})"
+        move = f"as_of {_iso(result.as_of_before)} → {_iso(result.as_of)}"
+        if result.run_id is None:
+            return f"correlake: nothing new to ingest; dry run: would re-evaluate the statuses of gold/messages ({move})"
+        return (f"correlake: nothing new to ingest; statuses of gold/messages re-evaluated ({move}), "
+                f"recorded as run {result.run_id}")
     lines = [
-        f"correlake run {result.run_id}",
+        f"correlake {'rebuild' if result.rebuild else 'run'} {result.run_id}",
         f"  bronze   files {result.files}, records read {result.records_read}, "
         f"replays {result.replays}, quarantined {result.quarantined_total}",
     ]

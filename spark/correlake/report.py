@@ -230,10 +230,13 @@ def _duplicates(rows: list[dict]) -> str:
 
 
 def _runs(rows: list[dict], lake: str) -> str:
-    """The last run, its gates (from its summary and the suites), and the runs before it."""
-    if not rows:
+    """The last run that read records, its gates (from its summary and the suites), and the
+    runs before it (status refreshes included: runs of no files)."""
+    summaries = [json.loads(r["summary"] or "{}") for r in rows]
+    read = [(r, s) for r, s in zip(rows, summaries) if s.get("as_of_before") is None]
+    if not read:
         return "<p>no run recorded</p>"
-    last, summary = rows[0], json.loads(rows[0]["summary"] or "{}")
+    last, summary = read[0]
     timings = summary.get("timings", {})
     ratio = last["quarantined"] / max(last["records_read"], 1)
     gates = [["quarantine ratio", f"{charts.number(last['quarantined'])} of {charts.number(last['records_read'])} "
@@ -260,6 +263,7 @@ def _runs(rows: list[dict], lake: str) -> str:
           "them all; the run's summary keeps the gates' times, not their observed values, and a failed run "
           f"leaves no row.{docs_link}</p>"
         + "<h3>Recent runs</h3>"
+        + '<p class="about">A run of no files re-evaluated the statuses only: nothing was new, as_of moved.</p>'
         + _table(["run", "finished", "files", "lines read", "quarantined", "as_of"],
                  [[r["run_id"], r["finished"], r["files"], r["records_read"], r["quarantined"], r["as_of"]]
                   for r in rows]))

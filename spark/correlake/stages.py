@@ -15,6 +15,7 @@ import shutil
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -53,7 +54,8 @@ class RunResult:
     deployments: int = 0
     lines: dict = field(default_factory=dict)
     timings: dict = field(default_factory=dict)
-    noop: bool = False
+    nothing_new: bool = False  # no new landing file: at most a status refresh (as_of_before set)
+    as_of_before: int | None = None  # nothing new: the as_of gold's statuses were at, when as_of moved
     rebuild: bool = False
     started_at: int = field(default_factory=lambda: int(time.time() * 1000))  # epoch millis
 
@@ -165,19 +167,20 @@ class StagedRun:
     # -- prepare ----------------------------------------------------------------------
     @classmethod
     def prepare(cls, spark: SparkSession, landing: str | None, lake_dir: str, store_for, as_of: int | None = None,
-                max_quarantine_ratio: float | None = None, rebuild: bool = False) -> StagedRun | RunResult:
+                max_quarantine_ratio: float | None = None, rebuild: bool = False,
+                dry_run: bool = False) -> StagedRun | RunResult:
         """Plan a run over the landing's new files (or, to rebuild, over bronze alone).
 
-        With nothing new, statuses are refreshed if `as_of` moved and a no-op result is
-        returned.
+        With nothing new, a `nothing_new` result is returned, after re-evaluating the
+        statuses if `as_of` moved (a dry run only says it would).
         The caller holds the lake's lock.
         """
         lake.rollback(spark, lake_dir)
         last = _last_run(spark, lake_dir)
         files = [] if rebuild else new_files(landing, _ingested(spark, lake_dir))
         if not files and not rebuild:
-            return RunResult(None, noop=True, as_of=_refresh_only(spark, lake_dir, last, as_of))
-        run_id = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+            return _refresh_only(spark, lake_dir, last, as_of, dry_run)
+        run_id = _new_run_id()
         ratio = default_max_quarantine_ratio() if max_quarantine_ratio is None else max_quarantine_ratio
         plan = Plan(run_id, files, {name: lake.version(table_path(lake_dir, name)) for name in TABLES}, ratio,
                     last, RunResult(run_id, files=len(files), as_of=as_of, rebuild=rebuild))
@@ -305,16 +308,8 @@ class StagedRun:
         if moved:
             raise LakeMoved(f"the lake changed since run {self.run_id} was prepared (tables {sorted(moved)}); "
                             "this run was not published: start a new one")
-        lake.begin(self.lake_dir, self.run_id)
-        self.spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", self.run_id)
-        try:
+        with _journalled(self.spark, self.lake_dir, self.run_id):
             self._timed("write", self._write)
-        except BaseException:
-            lake.rollback(self.spark, self.lake_dir)
-            raise
-        finally:
-            self.spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
-        lake.commit(self.lake_dir)
         self.discard()
         return self.result
 
@@ -365,14 +360,14 @@ class StagedRun:
 
 # -- Airflow's entry points: one stage per call, frames staged on disk ----------------
 def prepare(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | None = None,
-            max_quarantine_ratio: float | None = None, rebuild: bool = False,
-            wait_seconds: float = AIRFLOW_LOCK_WAIT_SECONDS) -> str | None:
-    """Plan a staged run; its id, or None when there is nothing new."""
+            max_quarantine_ratio: float | None = None, rebuild: bool = False, dry_run: bool = False,
+            wait_seconds: float = AIRFLOW_LOCK_WAIT_SECONDS) -> str | RunResult:
+    """Plan a staged run; its id, or the `nothing_new` result when there is nothing new."""
     _forget_old_staged_runs(lake_dir)
     with lake.run_lock(lake_dir, wait_seconds):
         staged = StagedRun.prepare(spark, landing, lake_dir, lambda run_id: DiskStore(
-            staged_runs_dir(lake_dir) / run_id), as_of, max_quarantine_ratio, rebuild)
-    return staged.run_id if isinstance(staged, StagedRun) else None
+            staged_runs_dir(lake_dir) / run_id), as_of, max_quarantine_ratio, rebuild, dry_run)
+    return staged.run_id if isinstance(staged, StagedRun) else staged
 
 
 def stage(spark: SparkSession, lake_dir: str, run_id: str, name: str) -> None:
@@ -415,17 +410,43 @@ def _last_run(spark: SparkSession, lake_dir: str) -> int | None:
     return runs.agg(F.max(F.unix_millis("max_event_time"))).first()[0]
 
 
-def _refresh_only(spark, lake_dir, last_event_time, as_of) -> int | None:
+def _new_run_id() -> str:
+    return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+
+
+@contextmanager
+def _journalled(spark: SparkSession, lake_dir: str, run_id: str):
+    """The writes of run `run_id`: all kept, or all rolled back (also by the next run, after a crash)."""
+    lake.begin(lake_dir, run_id)
+    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", run_id)
+    try:
+        yield
+    except BaseException:
+        lake.rollback(spark, lake_dir)
+        raise
+    finally:
+        spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
+    lake.commit(lake_dir)
+
+
+def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult:
     """Nothing new: statuses move only if as_of does (an explicit --as-of, or back to the
-    default); the as_of gold is at."""
+    default). A refresh is a run of no files, recorded in `_meta/runs`; a dry run changes nothing."""
     target = as_of if as_of is not None else last_event_time
+    result = RunResult(None, nothing_new=True, as_of=target)
     messages = table_path(lake_dir, "messages")
     if target is None or not lake.is_table(messages):
-        return target
+        return result
     current = spark.read.format("delta").load(messages).agg(F.max(F.unix_millis("as_of"))).first()[0]
-    if current is not None and target != current:
-        refresh_statuses(spark, messages, target)
-    return target
+    if current is None or target == current:
+        return result
+    result.as_of_before = current
+    if not dry_run:
+        result.run_id = _new_run_id()
+        with _journalled(spark, lake_dir, result.run_id):
+            refresh_statuses(spark, messages, target)
+            lake.append(_run_row(spark, result), lake_dir, "runs", result.run_id)
+    return result
 
 
 def _bronze_stats(classified: DataFrame, result: RunResult, last_event_time: int | None) -> None:
@@ -468,7 +489,7 @@ def _known_positions(known: DataFrame, history: dict, parsed: DataFrame) -> Data
 def _run_row(spark, result: RunResult) -> DataFrame:
     summary = json.dumps({"quarantined": result.quarantined, "timings": result.timings,
                           "touched_groups": result.touched_groups, "replays": result.replays,
-                          "rebuild": result.rebuild})
+                          "rebuild": result.rebuild, "as_of_before": result.as_of_before})
     return spark.createDataFrame(
         [(result.run_id, result.started_at, result.files, result.records_read, result.quarantined_total,
           result.max_event_time, result.as_of, summary)],

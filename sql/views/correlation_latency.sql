@@ -10,3 +10,4 @@ FROM gold_correlations c
 LEFT JOIN gold_subscriptions s
   ON c.subscription_type = 'CATCH' AND s.tenant_id = c.tenant_id
  AND s.element_instance_key = c.element_instance_key AND s.message_name = c.message_name
+ORDER BY c.correlated_at, c.message_key, c.bpmn_process_id

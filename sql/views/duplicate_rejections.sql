@@ -6,3 +6,4 @@ SELECT tenant_id, name, count(*) AS messages, count(message_id) AS with_message_
        count_if(status = 'REJECTED_DUPLICATE') / count(*) AS rejection_rate
 FROM gold_messages
 GROUP BY tenant_id, name
+ORDER BY tenant_id, name

@@ -17,3 +17,4 @@ SELECT tenant_id, hour, sum(published) AS published, sum(rejected) AS rejected_d
        sum(start) AS start_correlations, sum(expired) AS expired_unmatched
 FROM events
 GROUP BY tenant_id, hour
+ORDER BY hour, tenant_id

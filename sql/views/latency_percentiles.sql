@@ -12,3 +12,4 @@ SELECT bpmn_process_id, message_name, subscription_type, count(*) AS correlation
        max(since_opened_s) AS since_opened_max_s
 FROM correlation_latency
 GROUP BY ALL
+ORDER BY bpmn_process_id, message_name, subscription_type

@@ -7,3 +7,4 @@ SELECT tenant_id, bpmn_process_id, element_id, element_type, message_name, corre
        CAST(unix_millis(closed_at) - unix_millis(opened_at) AS DOUBLE) / 1000 AS open_s
 FROM gold_subscriptions
 WHERE closed_at IS NOT NULL AND correlation_count = 0
+ORDER BY closed_at, tenant_id, element_instance_key, message_name

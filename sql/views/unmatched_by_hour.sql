@@ -6,3 +6,4 @@ SELECT u.tenant_id, u.name, p.bpmn_process_id, u.published_hour AS hour,
 FROM unmatched_messages u
 LATERAL VIEW OUTER explode(u.listening_processes) p AS bpmn_process_id
 GROUP BY ALL
+ORDER BY hour, tenant_id, name, bpmn_process_id

@@ -17,3 +17,4 @@ FROM gold_messages m
 LEFT JOIN listeners l ON l.tenant_id = m.tenant_id AND l.message_name = m.name
 WHERE m.status = 'EXPIRED'
 GROUP BY ALL
+ORDER BY published_at, message_key
