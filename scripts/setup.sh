@@ -37,9 +37,10 @@ if [ "$(cat "$jar_stamp" 2>/dev/null)" != "$jar_want" ]; then
   echo "correlake setup: fetching Delta JARs with Maven ..."
   tmp="$state/jars.tmp"
   rm -rf "$tmp" && mkdir -p "$tmp"
-  mvn -q -B -Dstyle.color=never -f tools/delta-jars/pom.xml dependency:copy-dependencies \
-      -DincludeScope=runtime -DoutputDirectory="$root/$tmp" \
-    || die "Maven could not fetch the Delta JARs (is Maven Central reachable?)"
+  # Maven 3.8 prints colour codes even with -q -B: its output is shown only when it fails
+  mvn -q -B -f tools/delta-jars/pom.xml dependency:copy-dependencies \
+      -DincludeScope=runtime -DoutputDirectory="$root/$tmp" >"$state/maven.log" 2>&1 \
+    || { cat "$state/maven.log" >&2; die "Maven could not fetch the Delta JARs (is Maven Central reachable?)"; }
   pyspark_jars="$(.venv/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
   rm -rf "$jars" && mkdir -p "$jars"
   for f in "$tmp"/*.jar; do

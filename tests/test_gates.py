@@ -33,12 +33,16 @@ def test_bronze_gate_fails_on_duplicate_positions_and_bad_enums(spark, tmp_path)
     assert "Data Docs: " in report and str(tmp_path) in report
 
 
+def _silver(spark, rows):
+    return frame(spark, rows, "message_key bigint, tenant_id string, name string, correlation_key string, "
+                              "message_id string, published_at timestamp, ttl_ms bigint, deadline timestamp, "
+                              "duplicate_of bigint")
+
+
 def test_silver_gate_fails_on_overlapping_accepted_duplicates(spark, tmp_path):
     rows = [(1, "t", "m", "k", "id", T, 60_000, T + timedelta(minutes=1), None),
             (2, "t", "m", "k", "id", T + timedelta(seconds=1), 60_000, T + timedelta(seconds=61), None)]
-    silver = frame(spark, rows, "message_key bigint, tenant_id string, name string, correlation_key string, "
-                                "message_id string, published_at timestamp, ttl_ms bigint, deadline timestamp, "
-                                "duplicate_of bigint")
+    silver = _silver(spark, rows)
     with pytest.raises(gates.GateFailed) as exc:
         gates.check("silver", gates.silver_frames(silver), str(tmp_path))
     assert "overlaps_buffered_duplicate" in exc.value.report and "rule 7" in exc.value.report
@@ -46,7 +50,20 @@ def test_silver_gate_fails_on_overlapping_accepted_duplicates(spark, tmp_path):
     gates.check("silver", gates.silver_frames(ok), str(tmp_path))
 
 
-def _gold(spark, correlations, count=1):
+def test_silver_gate_fails_on_an_unjustified_rejection_and_a_wrong_deadline(spark, tmp_path):
+    """Message 2 is published at message 1's deadline (no longer buffered), yet rejected; 3's deadline is off."""
+    rows = [(1, "t", "m", "k", "id", T, 60_000, T + timedelta(minutes=1), None),
+            (2, "t", "m", "k", "id", T + timedelta(minutes=1), 60_000, T + timedelta(minutes=2), 1),
+            (3, "t", "m", "k", None, T, 1_000, T + timedelta(seconds=2), None)]
+    silver = _silver(spark, rows)
+    with pytest.raises(gates.GateFailed) as exc:
+        gates.check("silver", gates.silver_frames(silver), str(tmp_path))
+    assert "rejection_justified" in exc.value.report and "deadline_ok" in exc.value.report
+    assert "overlaps_buffered_duplicate" not in exc.value.report
+    assert '"message_key": "2"' in exc.value.report  # the failing rows are named by their keys
+
+
+def _gold(spark, correlations, count=1, instances=()):
     from correlake.schemas import GOLD
 
     c = frame(spark, correlations, GOLD["correlations"])
@@ -54,7 +71,8 @@ def _gold(spark, correlations, count=1):
               GOLD["messages"])
     s = frame(spark, [("t", "e", "m", "p", 1, "i", None, "RECEIVE_TASK", "k", True, T, T, "CORRELATED", count)],
               GOLD["subscriptions"])
-    return {"correlations": c, "messages": m, "subscriptions": s}
+    i = frame(spark, list(instances), GOLD["message_started_instances"])
+    return {"correlations": c, "messages": m, "subscriptions": s, "message_started_instances": i}
 
 
 def test_gold_gate_fails_on_cardinality_and_windows(spark, tmp_path):
@@ -65,6 +83,24 @@ def test_gold_gate_fails_on_cardinality_and_windows(spark, tmp_path):
     report = exc.value.report
     assert "rule 15" in report and "rule 6" in report and "rule 12" in report
     gates.check("gold", gates.gold_frames(_gold(spark, [row])), str(tmp_path))
+
+
+def test_gold_gate_checks_each_correlation_against_its_subscription_or_instance_and_the_lock(spark, tmp_path):
+    wrong_key = (1, "t", "m", "other", "p", 1, "i", "e", None, "CATCH", T, T, "{}")
+    start = (1, "t", "m", "k", "q", 2, "msg-start:q:1", None, None, "START", T, T, "{}")
+    lost = (1, "t", "m", "k", "r", 1, "msg-start:r:1", None, None, "START", T, T, "{}")
+    instances = [("msg-start:q:1", "t", "q", 2, 1, "k", T, None),
+                 ("msg-start:q:9", "t", "q", 2, 9, "k", T + timedelta(seconds=1), T)]  # lock held; ends early
+    with pytest.raises(gates.GateFailed) as exc:
+        gates.check("gold", gates.gold_frames(_gold(spark, [wrong_key, start, lost], count=2, instances=instances)),
+                    str(tmp_path))
+    report = exc.value.report
+    for failed in ("matches_subscription", "matches_started_instance", "count_matches", "lock_ok", "rule 20a"):
+        assert failed in report, failed
+    assert report.count("1 unexpected") == 5, report
+    row = (1, "t", "m", "k", "p", 1, "i", "e", None, "CATCH", T, T, "{}")
+    released = [("msg-start:q:1", "t", "q", 2, 1, "k", T, T), ("msg-start:q:9", "t", "q", 2, 9, "k", T, None)]
+    gates.check("gold", gates.gold_frames(_gold(spark, [row, start], instances=released)), str(tmp_path))
 
 
 def test_a_failing_gate_stops_the_run_and_leaves_gold_as_it_was(spark, tmp_path, monkeypatch, capsys):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import os
-from functools import cache
+from functools import cache, reduce
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -33,6 +33,13 @@ class GateFailed(RuntimeError):
 
 
 # -- the frames each gate validates (pure DataFrame functions) -------------------------
+FRAME_KEYS = {  # what names a row of each frame in a failure's examples
+    "bronze": ["stream", "position"], "silver": ["message_key"],
+    "gold_correlations": ["message_key", "bpmn_process_id"],
+    "gold_subscriptions": ["tenant_id", "element_instance_key", "message_name"],
+    "gold_started_instances": ["tenant_id", "process_instance_key"]}
+
+
 def bronze_frames(messages: DataFrame, events: DataFrame) -> dict[str, DataFrame]:
     """Records this run added to bronze (replays excluded), both streams in one frame."""
     m = messages.select(F.lit("messages").alias("stream"), "position", "tenant_id", F.lit("MESSAGE").alias("kind"),
@@ -46,38 +53,93 @@ def bronze_frames(messages: DataFrame, events: DataFrame) -> dict[str, DataFrame
 
 
 def silver_frames(messages: DataFrame) -> dict[str, DataFrame]:
+    """Silver messages with rule 7 checked both ways: no accepted message overlaps a buffered
+    one with its id, and every rejected one names such a message."""
     accepted_buffering = F.col("duplicate_of").isNull() & (F.col("ttl_ms") > 0) & F.col("message_id").isNotNull()
     w = (Window.partitionBy("tenant_id", "name", "correlation_key", "message_id")
          .orderBy("published_at", "message_key").rowsBetween(Window.unboundedPreceding, -1))
     earlier_deadline = F.max(F.when(accepted_buffering, F.col("deadline"))).over(w)
     overlaps = F.col("duplicate_of").isNull() & F.col("message_id").isNotNull() & \
         F.coalesce(earlier_deadline > F.col("published_at"), F.lit(False))
-    return {"silver": messages.select("message_key", "correlation_key", "published_at", "deadline",
-                                      overlaps.alias("overlaps_buffered_duplicate"))}
+    first = messages.select(*(F.col(c).alias(f"first_{c}") for c in (
+        "message_key", "tenant_id", "name", "correlation_key", "message_id", "published_at", "ttl_ms", "deadline",
+        "duplicate_of")))
+    rejection_ok = F.col("duplicate_of").isNull() | F.coalesce(
+        F.col("first_duplicate_of").isNull() & (F.col("first_ttl_ms") > 0)
+        & (F.col("first_tenant_id") == F.col("tenant_id")) & (F.col("first_name") == F.col("name"))
+        & (F.col("first_correlation_key") == F.col("correlation_key"))
+        & (F.col("first_message_id") == F.col("message_id"))
+        & (F.struct("first_published_at", "first_message_key") < F.struct("published_at", "message_key"))
+        & (F.col("published_at") < F.col("first_deadline")), F.lit(False))
+    deadline_ok = F.col("deadline") == F.timestamp_millis(F.unix_millis("published_at") + F.col("ttl_ms"))
+    return {"silver": messages.join(first, F.col("duplicate_of") == F.col("first_message_key"), "left").select(
+        "message_key", "correlation_key", F.coalesce(deadline_ok, F.lit(False)).alias("deadline_ok"),
+        overlaps.alias("overlaps_buffered_duplicate"), rejection_ok.alias("rejection_justified"))}
 
 
 def gold_frames(tables: dict[str, DataFrame]) -> dict[str, DataFrame]:
-    c, m, s = tables["correlations"], tables["messages"], tables["subscriptions"]
-    joined = (c.join(m.select("message_key", "ttl_ms", "published_at", "deadline", "duplicate_of"), "message_key", "left")
-              .join(s.select("tenant_id", "element_instance_key", F.col("message_name").alias("sub_name"),
-                             "bpmn_process_id", "opened_at", "closed_at"),
-                    (c.tenant_id == s.tenant_id) & (c.element_instance_key == s.element_instance_key)
-                    & (c.message_name == F.col("sub_name")) & (c.bpmn_process_id == s.bpmn_process_id), "left"))
+    """Correlations checked against their message, and their subscription (CATCH) or started
+    instance (START); subscriptions against the correlations they took; started instances
+    against the per-key lock."""
+    c, m, s, i = (tables[n] for n in ("correlations", "messages", "subscriptions", "message_started_instances"))
+    is_start = F.col("subscription_type") == "START"
+    sub = s.select(*(F.col(n).alias(f"sub_{n}") for n in (
+        "tenant_id", "element_instance_key", "message_name", "bpmn_process_id", "process_version",
+        "process_instance_key", "element_id", "correlation_key", "opened_at", "closed_at")))
+    inst = i.select(*(F.col(n).alias(f"inst_{n}") for n in (
+        "tenant_id", "process_instance_key", "bpmn_process_id", "process_version", "message_key", "correlation_key",
+        "started_at")))
+    joined = (c.join(m.select(F.col("message_key").alias("m_key"), "ttl_ms", "published_at", "deadline",
+                              "duplicate_of", F.col("variables").alias("m_variables")),
+                     c.message_key == F.col("m_key"), "left")
+              .join(sub, ~is_start & (c.tenant_id == F.col("sub_tenant_id"))
+                    & (c.element_instance_key == F.col("sub_element_instance_key"))
+                    & (c.message_name == F.col("sub_message_name")), "left")
+              .join(inst, is_start & (c.tenant_id == F.col("inst_tenant_id"))
+                    & (c.process_instance_key == F.col("inst_process_instance_key")), "left"))
     live = F.when(F.col("ttl_ms") > 0, (F.col("correlated_at") >= F.col("published_at"))
                   & (F.col("correlated_at") < F.col("deadline"))) \
         .otherwise(F.col("correlated_at") == F.col("published_at"))
-    in_sub = F.when(F.col("subscription_type") == "START", True).otherwise(
-        (F.col("correlated_at") >= F.col("opened_at"))
-        & (F.col("closed_at").isNull() | (F.col("correlated_at") <= F.col("closed_at"))))
+    in_sub = F.when(is_start, True).otherwise(
+        (F.col("correlated_at") >= F.col("sub_opened_at"))
+        & (F.col("sub_closed_at").isNull() | (F.col("correlated_at") <= F.col("sub_closed_at"))))
+    same = [(n, f"sub_{n}") for n in ("bpmn_process_id", "process_version", "process_instance_key", "element_id",
+                                       "correlation_key")]
+    matches_sub = F.when(is_start, True).otherwise(
+        F.col("sub_tenant_id").isNotNull() & _all(F.col(a).eqNullSafe(F.col(b)) for a, b in same))
+    same = [(n, f"inst_{n}") for n in ("bpmn_process_id", "process_version", "message_key", "correlation_key")]
+    matches_inst = F.when(~is_start, True).otherwise(
+        F.col("element_instance_key").isNull() & F.col("element_id").isNull()
+        & (F.col("process_instance_key") == F.format_string("msg-start:%s:%d", "bpmn_process_id", "message_key"))
+        & (F.col("correlated_at") == F.col("inst_started_at")) & _all(F.col(a) == F.col(b) for a, b in same))
     correlations = joined.select(
         c.message_key, c.bpmn_process_id, "subscription_type",
-        (F.col("published_at").isNotNull() & F.col("duplicate_of").isNull()).alias("message_accepted"),
-        F.coalesce(live, F.lit(False)).alias("in_message_window"),
-        F.coalesce(in_sub, F.lit(False)).alias("in_subscription_window"))
-    subscriptions = s.select("tenant_id", "element_instance_key", "message_name", "opened_at", "closed_at",
-                             "close_reason", (F.col("interrupting") & (F.col("correlation_count") > 1))
-                             .alias("interrupting_overflow"))
-    return {"gold_correlations": correlations, "gold_subscriptions": subscriptions}
+        (F.col("published_at").isNotNull() & F.col("duplicate_of").isNull()
+         & (F.col("message_published_at") == F.col("published_at"))
+         & F.col("variables").eqNullSafe(F.col("m_variables"))).alias("message_accepted"),
+        *(F.coalesce(v, F.lit(False)).alias(n) for n, v in (
+            ("in_message_window", live), ("in_subscription_window", in_sub), ("matches_subscription", matches_sub),
+            ("matches_started_instance", matches_inst))))
+    taken = (c.where("subscription_type = 'CATCH'")
+             .groupBy("tenant_id", "element_instance_key", "message_name").agg(F.count("*").alias("taken")))
+    subscriptions = (s.join(taken, ["tenant_id", "element_instance_key", "message_name"], "left")
+                     .withColumn("taken", F.coalesce("taken", F.lit(0)))
+                     .select("tenant_id", "element_instance_key", "message_name", "opened_at", "closed_at",
+                             "close_reason", F.coalesce(F.col("correlation_count") == F.col("taken"), F.lit(False))
+                             .alias("count_matches"),
+                             (F.col("interrupting") & (F.col("taken") > 1)).alias("interrupting_overflow")))
+    held = (Window.partitionBy("tenant_id", "bpmn_process_id", "correlation_key")  # ended at its start: first
+            .orderBy("started_at", F.col("ended_at").asc_nulls_last(), "message_key"))
+    lock_ok = (F.col("correlation_key") == "") | F.coalesce(
+        F.lag("ended_at").over(held) <= F.col("started_at"), F.lag("message_key").over(held).isNull())
+    instances = i.select("tenant_id", "process_instance_key", "started_at", "ended_at", lock_ok.alias("lock_ok"))
+    return {"gold_correlations": correlations, "gold_subscriptions": subscriptions,
+            "gold_started_instances": instances}
+
+
+def _all(conditions):
+    """The conjunction of some column conditions."""
+    return reduce(lambda a, b: a & b, conditions)
 
 
 # -- validation ----------------------------------------------------------------------
@@ -124,7 +186,8 @@ def validate(name: str, frame, docs_dir: str) -> tuple[bool, list[dict], str]:
             gx.ValidationDefinition(name=name, data=batch_definition, suite=suite))
         context.checkpoints.add(gx.Checkpoint(name=name, validation_definitions=[definition],
                                               actions=[UpdateDataDocsAction(name="docs")],
-                                              result_format="SUMMARY"))
+                                              result_format={"result_format": "SUMMARY",
+                                                             "unexpected_index_column_names": FRAME_KEYS[name]}))
     result = context.checkpoints.get(name).run(batch_parameters={"dataframe": frame})
     failures, page = [], ""
     for identifier, validation in result.run_results.items():
@@ -137,7 +200,8 @@ def validate(name: str, frame, docs_dir: str) -> tuple[bool, list[dict], str]:
                     "expectation": r.expectation_config.type,
                     "kwargs": {k: v for k, v in r.expectation_config.kwargs.items() if k != "batch_id"},
                     "unexpected_count": info.get("unexpected_count"),
-                    "examples": info.get("partial_unexpected_list", [])[:5],
+                    "examples": (info.get("partial_unexpected_index_list")
+                                 or info.get("partial_unexpected_list", []))[:5],
                     "rule": (r.expectation_config.meta or {}).get("rule"),
                 })
     return result.success, failures, page.removeprefix("file://")
