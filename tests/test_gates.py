@@ -103,6 +103,31 @@ def test_gold_gate_checks_each_correlation_against_its_subscription_or_instance_
     gates.check("gold", gates.gold_frames(_gold(spark, [row, start], instances=released)), str(tmp_path))
 
 
+def test_gold_gate_checks_how_subscriptions_close(spark, tmp_path):
+    """A receive task takes a message, yet its boundary event (same owner) stays open; a
+    non-interrupting boundary says CORRELATED. An event subprocess leaves the scope's boundary open."""
+    from correlake.schemas import GOLD
+
+    def sub(element_instance_key, name, element_type, interrupting, closed_at, reason, count=0):
+        return ("t", element_instance_key, name, "p", 1, "i", None, element_type, "k", interrupting, T, closed_at,
+                reason, count)
+
+    later = T + timedelta(seconds=5)
+    subs = [sub("e", "m", "RECEIVE_TASK", True, T, "CORRELATED", 1), sub("e", "cancel", "BOUNDARY_EVENT", True,
+            None, None), sub("f", "m", "BOUNDARY_EVENT", False, later, "CORRELATED")]
+    tables = _gold(spark, [(1, "t", "m", "k", "p", 1, "i", "e", None, "CATCH", T, T, "{}")])
+    tables["subscriptions"] = frame(spark, subs, GOLD["subscriptions"])
+    with pytest.raises(gates.GateFailed) as exc:
+        gates.check("gold", gates.gold_frames(tables), str(tmp_path))
+    report = exc.value.report
+    assert "closed_with_owner" in report and '"message_name": "cancel"' in report
+    assert "close_consistent" in report and '"element_instance_key": "f"' in report
+    subs = [sub("e", "m", "EVENT_SUBPROCESS", True, T, "CORRELATED", 1), sub("e", "n", "EVENT_SUBPROCESS", True,
+            T, "SIBLING_CORRELATED"), sub("e", "cancel", "BOUNDARY_EVENT", True, None, None)]
+    tables["subscriptions"] = frame(spark, subs, GOLD["subscriptions"])
+    gates.check("gold", gates.gold_frames(tables), str(tmp_path))
+
+
 def test_a_failing_gate_stops_the_run_and_leaves_gold_as_it_was(spark, tmp_path, monkeypatch, capsys):
     landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
     opened = {"position": 1, "type": "SUBSCRIPTION_OPENED", "timestamp": 0, "bpmn_process_id": "p",

@@ -79,8 +79,7 @@ def silver_frames(messages: DataFrame) -> dict[str, DataFrame]:
 
 def gold_frames(tables: dict[str, DataFrame]) -> dict[str, DataFrame]:
     """Correlations checked against their message, and their subscription (CATCH) or started
-    instance (START); subscriptions against the correlations they took; started instances
-    against the per-key lock."""
+    instance (START); subscriptions and started instances in their own frames."""
     c, m, s, i = (tables[n] for n in ("correlations", "messages", "subscriptions", "message_started_instances"))
     is_start = F.col("subscription_type") == "START"
     sub = s.select(*(F.col(n).alias(f"sub_{n}") for n in (
@@ -120,21 +119,45 @@ def gold_frames(tables: dict[str, DataFrame]) -> dict[str, DataFrame]:
         *(F.coalesce(v, F.lit(False)).alias(n) for n, v in (
             ("in_message_window", live), ("in_subscription_window", in_sub), ("matches_subscription", matches_sub),
             ("matches_started_instance", matches_inst))))
-    taken = (c.where("subscription_type = 'CATCH'")
-             .groupBy("tenant_id", "element_instance_key", "message_name").agg(F.count("*").alias("taken")))
-    subscriptions = (s.join(taken, ["tenant_id", "element_instance_key", "message_name"], "left")
-                     .withColumn("taken", F.coalesce("taken", F.lit(0)))
-                     .select("tenant_id", "element_instance_key", "message_name", "opened_at", "closed_at",
-                             "close_reason", F.coalesce(F.col("correlation_count") == F.col("taken"), F.lit(False))
-                             .alias("count_matches"),
-                             (F.col("interrupting") & (F.col("taken") > 1)).alias("interrupting_overflow")))
+    return {"gold_correlations": correlations, "gold_subscriptions": _subscriptions_frame(c, s),
+            "gold_started_instances": _started_instances_frame(i)}
+
+
+def _subscriptions_frame(c: DataFrame, s: DataFrame) -> DataFrame:
+    """Subscriptions against the correlations they took and rules 12-13: an interrupting one
+    takes one message and closes CORRELATED at it, and its owner's other subscriptions
+    (of an event subprocess: the scope's other event subprocesses) close by then."""
+    key = ["tenant_id", "element_instance_key", "message_name"]
+    taken = (c.where("subscription_type = 'CATCH'").groupBy(*key)
+             .agg(F.count("*").alias("taken"), F.max("correlated_at").alias("last_taken_at")))
+    esp = F.col("element_type") == "EVENT_SUBPROCESS"
+    leavers = s.where(F.col("close_reason") == "CORRELATED").select(
+        F.col("tenant_id").alias("l_tenant_id"), F.col("element_instance_key").alias("l_owner"),
+        esp.alias("l_esp"), F.col("closed_at").alias("left_at"))
+    left = (s.join(leavers, (F.col("tenant_id") == F.col("l_tenant_id"))
+                   & (F.col("element_instance_key") == F.col("l_owner")) & (~F.col("l_esp") | esp))
+            .groupBy(*key).agg(F.min("left_at").alias("left_at")))
+    correlated_close = F.col("interrupting") & (F.col("taken") >= 1) & (F.col("closed_at") == F.col("last_taken_at"))
+    close_ok = (F.col("closed_at").isNull() == F.col("close_reason").isNull()) & \
+        F.when(F.col("close_reason") == "CORRELATED", correlated_close).otherwise(True)
+    closed_with_owner = F.col("left_at").isNull() | (F.col("opened_at") > F.col("left_at")) | \
+        (F.col("closed_at") <= F.col("left_at"))
+    return (s.join(taken, key, "left").join(left, key, "left").withColumn("taken", F.coalesce("taken", F.lit(0)))
+            .select(*key, "opened_at", "closed_at", "close_reason",
+                    *(F.coalesce(v, F.lit(False)).alias(n) for n, v in (
+                        ("count_matches", F.col("correlation_count") == F.col("taken")),
+                        ("close_consistent", close_ok), ("closed_with_owner", closed_with_owner))),
+                    (F.col("interrupting") & (F.col("taken") > 1)).alias("interrupting_overflow")))
+
+
+def _started_instances_frame(i: DataFrame) -> DataFrame:
+    """Started instances against the lock of rules 19 and 21: each starts once the one before
+    it, for the same process and non-empty key, has ended."""
     held = (Window.partitionBy("tenant_id", "bpmn_process_id", "correlation_key")  # ended at its start: first
             .orderBy("started_at", F.col("ended_at").asc_nulls_last(), "message_key"))
     lock_ok = (F.col("correlation_key") == "") | F.coalesce(
         F.lag("ended_at").over(held) <= F.col("started_at"), F.lag("message_key").over(held).isNull())
-    instances = i.select("tenant_id", "process_instance_key", "started_at", "ended_at", lock_ok.alias("lock_ok"))
-    return {"gold_correlations": correlations, "gold_subscriptions": subscriptions,
-            "gold_started_instances": instances}
+    return i.select("tenant_id", "process_instance_key", "started_at", "ended_at", lock_ok.alias("lock_ok"))
 
 
 def _all(conditions):
