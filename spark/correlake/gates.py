@@ -102,15 +102,14 @@ def gold_frames(tables: dict[str, DataFrame]) -> dict[str, DataFrame]:
     in_sub = F.when(is_start, True).otherwise(
         (F.col("correlated_at") >= F.col("sub_opened_at"))
         & (F.col("sub_closed_at").isNull() | (F.col("correlated_at") <= F.col("sub_closed_at"))))
-    same = [(n, f"sub_{n}") for n in ("bpmn_process_id", "process_version", "process_instance_key", "element_id",
-                                       "correlation_key")]
+    sub_fields = ("bpmn_process_id", "process_version", "process_instance_key", "element_id", "correlation_key")
     matches_sub = F.when(is_start, True).otherwise(
-        F.col("sub_tenant_id").isNotNull() & _all(F.col(a).eqNullSafe(F.col(b)) for a, b in same))
-    same = [(n, f"inst_{n}") for n in ("bpmn_process_id", "process_version", "message_key", "correlation_key")]
+        F.col("sub_tenant_id").isNotNull() & _all(F.col(n).eqNullSafe(F.col(f"sub_{n}")) for n in sub_fields))
+    inst_fields = ("bpmn_process_id", "process_version", "message_key", "correlation_key")
     matches_inst = F.when(~is_start, True).otherwise(
         F.col("element_instance_key").isNull() & F.col("element_id").isNull()
         & (F.col("process_instance_key") == F.format_string("msg-start:%s:%d", "bpmn_process_id", "message_key"))
-        & (F.col("correlated_at") == F.col("inst_started_at")) & _all(F.col(a) == F.col(b) for a, b in same))
+        & (F.col("correlated_at") == F.col("inst_started_at")) & _all(F.col(n) == F.col(f"inst_{n}") for n in inst_fields))
     correlations = joined.select(
         c.message_key, c.bpmn_process_id, "subscription_type",
         (F.col("published_at").isNotNull() & F.col("duplicate_of").isNull()
