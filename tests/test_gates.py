@@ -63,13 +63,19 @@ def test_silver_gate_fails_on_an_unjustified_rejection_and_a_wrong_deadline(spar
     assert '"message_key": "2"' in exc.value.report  # the failing rows are named by their keys
 
 
-def _gold(spark, correlations, count=1, instances=()):
+def _sub(element_instance_key, name, element_type, interrupting, closed_at, reason, count=0):
+    """A gold/subscriptions row of tenant t, process p, instance i, key k, opened at T."""
+    return ("t", element_instance_key, name, "p", 1, "i", None, element_type, "k", interrupting, T, closed_at,
+            reason, count)
+
+
+def _gold(spark, correlations, count=1, instances=(), subscriptions=None):
     from correlake.schemas import GOLD
 
     c = frame(spark, correlations, GOLD["correlations"])
     m = frame(spark, [(1, "t", "m", "k", None, 60_000, T, T + timedelta(minutes=1), "CORRELATED", None, 1, "{}", T)],
               GOLD["messages"])
-    s = frame(spark, [("t", "e", "m", "p", 1, "i", None, "RECEIVE_TASK", "k", True, T, T, "CORRELATED", count)],
+    s = frame(spark, subscriptions or [_sub("e", "m", "RECEIVE_TASK", True, T, "CORRELATED", count)],
               GOLD["subscriptions"])
     i = frame(spark, list(instances), GOLD["message_started_instances"])
     return {"correlations": c, "messages": m, "subscriptions": s, "message_started_instances": i}
@@ -106,26 +112,18 @@ def test_gold_gate_checks_each_correlation_against_its_subscription_or_instance_
 def test_gold_gate_checks_how_subscriptions_close(spark, tmp_path):
     """A receive task takes a message, yet its boundary event (same owner) stays open; a
     non-interrupting boundary says CORRELATED. An event subprocess leaves the scope's boundary open."""
-    from correlake.schemas import GOLD
-
-    def sub(element_instance_key, name, element_type, interrupting, closed_at, reason, count=0):
-        return ("t", element_instance_key, name, "p", 1, "i", None, element_type, "k", interrupting, T, closed_at,
-                reason, count)
-
+    catch = [(1, "t", "m", "k", "p", 1, "i", "e", None, "CATCH", T, T, "{}")]
     later = T + timedelta(seconds=5)
-    subs = [sub("e", "m", "RECEIVE_TASK", True, T, "CORRELATED", 1), sub("e", "cancel", "BOUNDARY_EVENT", True,
-            None, None), sub("f", "m", "BOUNDARY_EVENT", False, later, "CORRELATED")]
-    tables = _gold(spark, [(1, "t", "m", "k", "p", 1, "i", "e", None, "CATCH", T, T, "{}")])
-    tables["subscriptions"] = frame(spark, subs, GOLD["subscriptions"])
+    subs = [_sub("e", "m", "RECEIVE_TASK", True, T, "CORRELATED", 1), _sub("e", "cancel", "BOUNDARY_EVENT", True,
+            None, None), _sub("f", "m", "BOUNDARY_EVENT", False, later, "CORRELATED")]
     with pytest.raises(gates.GateFailed) as exc:
-        gates.check("gold", gates.gold_frames(tables), str(tmp_path))
+        gates.check("gold", gates.gold_frames(_gold(spark, catch, subscriptions=subs)), str(tmp_path))
     report = exc.value.report
     assert "closed_with_owner" in report and '"message_name": "cancel"' in report
     assert "close_consistent" in report and '"element_instance_key": "f"' in report
-    subs = [sub("e", "m", "EVENT_SUBPROCESS", True, T, "CORRELATED", 1), sub("e", "n", "EVENT_SUBPROCESS", True,
-            T, "SIBLING_CORRELATED"), sub("e", "cancel", "BOUNDARY_EVENT", True, None, None)]
-    tables["subscriptions"] = frame(spark, subs, GOLD["subscriptions"])
-    gates.check("gold", gates.gold_frames(tables), str(tmp_path))
+    subs = [_sub("e", "m", "EVENT_SUBPROCESS", True, T, "CORRELATED", 1), _sub("e", "n", "EVENT_SUBPROCESS", True,
+            T, "SIBLING_CORRELATED"), _sub("e", "cancel", "BOUNDARY_EVENT", True, None, None)]
+    gates.check("gold", gates.gold_frames(_gold(spark, catch, subscriptions=subs)), str(tmp_path))
 
 
 def test_a_failing_gate_stops_the_run_and_leaves_gold_as_it_was(spark, tmp_path, monkeypatch, capsys):

@@ -29,7 +29,7 @@ def _as_of(text: str) -> int:
 
 def _number(low: float, high: float, what: str, kind=float):
     """An argparse type: a finite number of `kind` (float or int) in [low, high]."""
-    def parse(text: str) -> float:
+    def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
