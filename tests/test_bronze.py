@@ -5,6 +5,7 @@ all-or-nothing runs."""
 from __future__ import annotations
 
 import gzip
+import re
 import json
 import shutil
 
@@ -57,7 +58,7 @@ def test_every_line_lands_in_bronze_or_quarantine(mixed):
 
 
 def test_quarantine_reasons_are_precise(mixed):
-    spark, _, lake_dir, _ = mixed
+    spark, _, lake_dir, result = mixed
     rows = {(r["_source_file"].rsplit("/", 1)[1], r["_line"]): r for r in table(spark, lake_dir, "quarantine").collect()}
     assert rows[("c.jsonl", 1)]["reason"].startswith("conflicting position 2: differs from the record at ")
     assert rows[("c.jsonl", 1)]["reason"].endswith("a.jsonl:2")
@@ -66,6 +67,7 @@ def test_quarantine_reasons_are_precise(mixed):
     assert rows[("c.jsonl", 3)]["reason"] == "negative ttl_ms"
     assert rows[("crlf.jsonl", 2)]["reason"] == "non-UTF-8 bytes at offset 0"
     assert rows[("w.jsonl", 2)]["reason"] == "unknown type 'TELEPORTED'"
+    assert result.first_quarantined["negative ttl_ms"].endswith("/messages/c.jsonl:3")  # for the run's summary
 
 
 def test_replays_are_recognised_not_duplicated(mixed):
@@ -106,14 +108,15 @@ def test_later_run_replays_and_conflicts_against_bronze(mixed):
     assert table(spark, lake_dir, "messages").where("message_key = 4").first()["correlation_key"] == "k"
 
 
-def test_ratio_gate_commits_nothing(spark, tmp_path):
+def test_ratio_gate_commits_nothing(spark, tmp_path, capsys):
     landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
-    write_jsonl(landing / "messages" / "a.jsonl", [m(1), m(2), "{oops"])
+    write_jsonl(landing / "messages" / "a.jsonl", [m(1), m(2), "{oops", "{oops"])
     write_jsonl(landing / "workflow_events" / "a.jsonl", [])
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 1
+    assert re.search(r"\n +2  invalid JSON.*\(first: \S+/messages/a\.jsonl:3\)", capsys.readouterr().err)
     assert all(v == -1 for v in versions(lake_dir).values())
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--max-quarantine-ratio", "0.5"]) == 0
-    assert table(spark, lake_dir, "quarantine").count() == 1
+    assert table(spark, lake_dir, "quarantine").count() == 2
     assert table(spark, lake_dir, "bronze_messages").count() == 2
 
 

@@ -27,8 +27,8 @@ def summary(result) -> str:
         f"  bronze   files {result.files}, records read {result.records_read}, "
         f"replays {result.replays}, quarantined {result.quarantined_total}",
     ]
-    for reason, count in result.top_quarantine_reasons(10):
-        lines.append(f"           {count:>7}  {reason}")
+    for reason, count, where in result.top_quarantine_reasons(10):
+        lines.append(f"           {count:>7}  {reason}  (first: {where})")
     lines += [
         f"  silver   new messages {result.new_messages}, new workflow events {result.new_workflow_events}, "
         f"key groups recomputed {result.touched_groups}",

@@ -43,7 +43,8 @@ class RunResult:
     run_id: str | None
     files: int = 0
     records_read: int = 0
-    quarantined: dict = field(default_factory=dict)
+    quarantined: dict = field(default_factory=dict)  # reason -> lines
+    first_quarantined: dict = field(default_factory=dict)  # reason -> "file:line" of its first line
     replays: int = 0
     new_messages: int = 0
     new_workflow_events: int = 0
@@ -63,8 +64,10 @@ class RunResult:
     def quarantined_total(self) -> int:
         return sum(self.quarantined.values())
 
-    def top_quarantine_reasons(self, n: int) -> list[tuple[str, int]]:
-        return sorted(self.quarantined.items(), key=lambda kv: -kv[1])[:n]
+    def top_quarantine_reasons(self, n: int) -> list[tuple[str, int, str | None]]:
+        """The n most frequent reasons: (reason, lines, where its first line is)."""
+        top = sorted(self.quarantined.items(), key=lambda kv: -kv[1])[:n]
+        return [(reason, count, self.first_quarantined.get(reason)) for reason, count in top]
 
 
 @dataclass
@@ -251,7 +254,8 @@ class StagedRun:
         result, limit = self.result, self.plan.max_quarantine_ratio
         ratio = result.quarantined_total / max(result.records_read, 1)
         if ratio > limit:
-            reasons = "\n".join(f"  {count:>8}  {reason}" for reason, count in result.top_quarantine_reasons(20))
+            reasons = "\n".join(f"  {count:>8}  {reason}  (first: {where})"
+                                 for reason, count, where in result.top_quarantine_reasons(20))
             raise GateFailed("max_quarantine_ratio",
                              f"quarantined {result.quarantined_total} of {result.records_read} records "
                              f"({ratio:.2%}) > max_quarantine_ratio {limit:.2%}; nothing was committed\n{reasons}")
@@ -452,12 +456,16 @@ def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult
 def _bronze_stats(classified: DataFrame, result: RunResult, last_event_time: int | None) -> None:
     """Counts of the run's lines (one pass), the max event time and hence as_of."""
     rows = (classified.groupBy("stream", "reason", "_is_replay", "type", "_source_file")
-            .agg(F.count("*").alias("n"), F.max(F.coalesce("published_at", "timestamp")).alias("t")).collect())
+            .agg(F.count("*").alias("n"), F.max(F.coalesce("published_at", "timestamp")).alias("t"),
+                 F.min("_line").alias("first_line")).collect())
+    first: dict[str, tuple[str, int]] = {}
     for r in rows:
         result.records_read += r["n"]
         result.lines[r["_source_file"]] = result.lines.get(r["_source_file"], 0) + r["n"]
         if r["reason"] is not None:
             result.quarantined[r["reason"]] = result.quarantined.get(r["reason"], 0) + r["n"]
+            first[r["reason"]] = min(first.get(r["reason"], (r["_source_file"], r["first_line"])),
+                                     (r["_source_file"], r["first_line"]))
         elif r["_is_replay"]:
             result.replays += r["n"]
         elif r["stream"] == "messages":
@@ -465,6 +473,8 @@ def _bronze_stats(classified: DataFrame, result: RunResult, last_event_time: int
         else:
             result.new_workflow_events += r["n"]
             result.deployments += r["n"] if r["type"] == "PROCESS_DEPLOYED" else 0
+    result.first_quarantined = {reason: f"{path}:{line}" if line else path  # 0: the whole file
+                                for reason, (path, line) in first.items()}
     times = [r["t"] for r in rows if r["reason"] is None and not r["_is_replay"] and r["t"] is not None]
     if last_event_time is not None:
         times.append(last_event_time)
