@@ -5,9 +5,13 @@ all-or-nothing runs."""
 from __future__ import annotations
 
 import gzip
-import re
 import json
+import os
+import re
+import shlex
 import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -164,15 +168,70 @@ def test_what_a_run_will_not_read_is_named(tmp_path):
                  "e.jsonl", "old/f.jsonl"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).touch()
-    assert unread(tmp_path) == ["e.jsonl", "old/", "messages/.c.jsonl.tmp", "messages/2026/b.json",
-                                "workflow_events/ (no such folder)"]
-    assert unread_warning(tmp_path, shown=2).endswith("e.jsonl, old/ and 3 more")
+    assert unread(tmp_path) == ["workflow_events/ (no such folder)", "e.jsonl", "old/", "messages/.c.jsonl.tmp",
+                                "messages/2026/b.json"]
+    assert unread_warning(tmp_path, shown=2).endswith("(no such folder), e.jsonl and 3 more")
     (tmp_path / "workflow_events").mkdir()
     (tmp_path / "e.jsonl").unlink()
     shutil.rmtree(tmp_path / "old")
     (tmp_path / "messages/2026/b.json").unlink()
     (tmp_path / "messages/.c.jsonl.tmp").unlink()
     assert unread_warning(tmp_path) is None
+
+
+def test_files_a_run_cannot_read_are_named_with_why_and_read_once_they_can(tmp_path):
+    from correlake.landing import list_files, unread
+
+    msgs = tmp_path / "messages"
+    for name in ("a.jsonl", ".b.jsonl", "_c.jsonl", "sub/d.jsonl", "../outside/e.jsonl"):
+        (msgs / name).parent.mkdir(parents=True, exist_ok=True)
+        (msgs / name).touch()
+    (msgs / "linked").symlink_to(tmp_path / "outside")      # a link to a folder is followed
+    (msgs / "sub" / "loop").symlink_to(msgs)                 # each folder is read once
+    (msgs / "dangling.jsonl").symlink_to(tmp_path / "gone.jsonl")
+    os.mkfifo(msgs / "pipe.jsonl")
+    (tmp_path / "workflow_events").mkdir()
+    assert [os.path.relpath(f.path, tmp_path) for f in list_files(tmp_path)] == [
+        "messages/a.jsonl", "messages/linked/e.jsonl", "messages/sub/d.jsonl"]
+    assert unread(tmp_path) == [
+        "messages/.b.jsonl (hidden name: starts with . or _)", "messages/_c.jsonl (hidden name: starts with . or _)",
+        "messages/dangling.jsonl (broken link)", "messages/pipe.jsonl (not a regular file)", "outside/"]
+
+
+def test_unreadable_files_and_folders_are_named_not_skipped_silently(tmp_path):
+    """Permissions, as a user without root's override sees them (capsh drops it when run as root)."""
+    for name in ("messages/ok.jsonl", "messages/secret.jsonl", "workflow_events/locked/l.jsonl"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).touch()
+    (tmp_path / "messages/secret.jsonl").chmod(0)
+    (tmp_path / "workflow_events/locked").chmod(0)
+    code = ("import sys; from correlake.landing import list_files, unread; "
+            "print([f.path for f in list_files(sys.argv[1])]); print(unread(sys.argv[1]))")
+    command = [sys.executable, "-c", code, str(tmp_path)]
+    if os.geteuid() == 0:
+        if not shutil.which("capsh"):
+            pytest.skip("root without capsh: permissions are not enforced")
+        command = ["capsh", "--drop=cap_dac_override,cap_dac_read_search", "--", "-c", shlex.join(command)]
+    try:
+        out = subprocess.run(command, capture_output=True, text=True, check=True).stdout.splitlines()
+    finally:
+        (tmp_path / "workflow_events/locked").chmod(0o755)
+    assert out == [repr([str(tmp_path / "messages/ok.jsonl")]),
+                   repr(["messages/secret.jsonl (Permission denied)", "workflow_events/locked/ (Permission denied)"])]
+
+
+def test_a_hidden_file_is_not_recorded_as_ingested_and_is_read_once_renamed(spark, tmp_path):
+    landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
+    write_jsonl(landing / "messages" / "_a.jsonl", [m(1)])
+    write_jsonl(tmp_path / "elsewhere" / "b.jsonl", [m(2)])
+    (landing / "messages" / "linked").symlink_to(tmp_path / "elsewhere")
+    write_jsonl(landing / "workflow_events" / "w.jsonl", [])
+    pipeline.run(spark, str(landing), lake_dir)
+    assert [r["position"] for r in table(spark, lake_dir, "bronze_messages").collect()] == [2]
+    assert not table(spark, lake_dir, "ingested_files").where("path LIKE '%_a.jsonl'").count()
+    (landing / "messages" / "_a.jsonl").rename(landing / "messages" / "a.jsonl")
+    pipeline.run(spark, str(landing), lake_dir)
+    assert sorted(r["position"] for r in table(spark, lake_dir, "bronze_messages").collect()) == [1, 2]
 
 
 def test_an_unexpected_error_exits_3_not_as_a_failed_gate(tmp_path, capsys, monkeypatch):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from .config import STREAMS
 
 SUFFIXES = (".jsonl", ".jsonl.gz")
+HIDDEN = (".", "_")  # names Spark's file sources skip (and producers' usual temporary names)
 
 
 @dataclass(frozen=True)
@@ -23,36 +25,75 @@ class LandingFile:
         return (self.path, self.size, self.modified_at)
 
 
-def _paths(landing: str | Path, stream: str):
-    """Every file under `<landing>/<stream>/`, at any depth."""
-    for folder, _, names in os.walk(Path(landing) / stream):
+def _scan(landing: str | Path, stream: str) -> tuple[list[str], list[tuple[str, str]]]:
+    """The landing files under `<landing>/<stream>/`, at any depth (links to folders
+    followed, each folder read once), and what a run will not read there: (relative
+    path, why: empty for a name that is not a landing file's)."""
+    root = Path(landing) / stream
+    files, notes = [], []
+
+    def note(path: str, why: str = "") -> None:
+        notes.append((os.path.relpath(path, landing), why))
+
+    def unreadable_folder(exc: OSError) -> None:
+        if exc.filename != str(root) or root.is_dir():  # a missing stream folder is noted by `unread`
+            notes.append((os.path.relpath(exc.filename, landing) + "/", exc.strerror or str(exc)))
+
+    seen = set()
+    for folder, subfolders, names in os.walk(root, onerror=unreadable_folder, followlinks=True):
+        if (real := os.path.realpath(folder)) in seen:
+            subfolders[:] = []
+            continue
+        seen.add(real)
         for name in names:
-            yield os.path.join(folder, name)
+            path = os.path.join(folder, name)
+            if not name.endswith(SUFFIXES):
+                note(path)
+            elif name.startswith(HIDDEN):
+                note(path, "hidden name: starts with . or _")
+            elif why := _unreadable(path):
+                note(path, why)
+            else:
+                files.append(path)
+    return files, notes
+
+
+def _unreadable(path: str) -> str | None:
+    """Why a run cannot read this file (it is then read once it can), or None."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        return "broken link" if os.path.islink(path) and not os.path.exists(path) else exc.strerror or str(exc)
+    try:
+        return None if stat.S_ISREG(os.fstat(fd).st_mode) else "not a regular file"
+    finally:
+        os.close(fd)
 
 
 def list_files(landing: str | Path) -> list[LandingFile]:
-    """Every `<landing>/<stream>/**/*.jsonl[.gz]`, sorted by path."""
+    """Every readable `<landing>/<stream>/**/*.jsonl[.gz]`, sorted by path."""
     found = []
     for stream in STREAMS:
-        for path in _paths(landing, stream):
-            if path.endswith(SUFFIXES):
-                path = os.path.abspath(path)
-                st = os.stat(path)
-                found.append(LandingFile(stream, path, st.st_size, st.st_mtime_ns // 1_000_000))
+        for path in _scan(landing, stream)[0]:
+            path = os.path.abspath(path)
+            st = os.stat(path)
+            found.append(LandingFile(stream, path, st.st_size, st.st_mtime_ns // 1_000_000))
     return sorted(found, key=lambda f: f.path)
 
 
 def unread(landing: str | Path) -> list[str]:
-    """What a run will not read, for a warning: stream folders that are missing, files in
-    them not named `*.jsonl[.gz]`, and anything else at the landing's top (relative paths)."""
-    notes = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in Path(landing).iterdir()
-                   if entry.name not in STREAMS)
+    """What a run will not read, for a warning (relative paths): first what needs a look
+    (missing stream folders; hidden or unreadable files, with why), then files in the
+    stream folders not named `*.jsonl[.gz]` and anything else at the landing's top."""
+    others = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in Path(landing).iterdir()
+                    if entry.name not in STREAMS)
+    problems = []
     for stream in STREAMS:
         if not (Path(landing) / stream).is_dir():
-            notes.append(f"{stream}/ (no such folder)")
-        notes += sorted(os.path.relpath(path, landing) for path in _paths(landing, stream)
-                        if not path.endswith(SUFFIXES))
-    return notes
+            problems.append(f"{stream}/ (no such folder)")
+        for path, why in sorted(_scan(landing, stream)[1]):
+            problems.append(f"{path} ({why})") if why else others.append(path)
+    return problems + others
 
 
 def unread_warning(landing: str | Path, shown: int = 5) -> str | None:
@@ -61,8 +102,8 @@ def unread_warning(landing: str | Path, shown: int = 5) -> str | None:
     if not notes:
         return None
     more = f" and {len(notes) - shown} more" if len(notes) > shown else ""
-    return (f"correlake: warning: not read from the landing zone (only <stream>/**/*.jsonl[.gz] are): "
-            f"{', '.join(notes[:shown])}{more}")
+    return (f"correlake: warning: not read from the landing zone (only readable <stream>/**/*.jsonl[.gz] "
+            f"are): {', '.join(notes[:shown])}{more}")
 
 
 def new_files(landing: str | Path, ingested: set[tuple]) -> list[LandingFile]:
