@@ -4,6 +4,7 @@ all-or-nothing runs."""
 
 from __future__ import annotations
 
+import errno
 import gzip
 import json
 import os
@@ -117,7 +118,9 @@ def test_ratio_gate_commits_nothing(spark, tmp_path, capsys):
     write_jsonl(landing / "messages" / "a.jsonl", [m(1), m(2), "{oops", "{oops"])
     write_jsonl(landing / "workflow_events" / "a.jsonl", [])
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 1
-    assert re.search(r"\n +2  invalid JSON.*\(first: \S+/messages/a\.jsonl:3\)", capsys.readouterr().err)
+    err = capsys.readouterr().err
+    assert re.search(r"\n +2  invalid JSON.*\(first: \S+/messages/a\.jsonl:3\)", err)
+    assert "run once with a max_quarantine_ratio of 0.5 (--max-quarantine-ratio" in err
     assert all(v == -1 for v in versions(lake_dir).values())
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--max-quarantine-ratio", "0.5"]) == 0
     assert table(spark, lake_dir, "quarantine").count() == 2
@@ -154,6 +157,15 @@ def test_usage_errors_exit_2(tmp_path, capsys):
         cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path), "--as-of", "2026-01-01T00:00:00"])
     assert exc.value.code == 2
     assert "without offset" in capsys.readouterr().err
+    assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path)]) == 2
+    assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path / "messages" / "lake")]) == 2
+    assert "cannot be the landing folder" in capsys.readouterr().err
+    for name, value in (("CORRELAKE_MAX_QUARANTINE_RATIO", "abc"), ("CORRELAKE_MAX_QUARANTINE_RATIO", "5"),
+                        ("CORRELAKE_SHUFFLE_PARTITIONS", "0"), ("CORRELAKE_SPARK_CONF", "no-equals-sign")):
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv(name, value)
+            assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path / "lake")]) == 2
+        assert capsys.readouterr().err.startswith(f"correlake: {name}: ")
     for bad in (["run", "--landing", str(tmp_path), "--lake", str(tmp_path), "--wait", "-5"],
                 ["demo", "--hours", "0"], ["demo", "--hours", "1.5"]):
         with pytest.raises(SystemExit) as exc:
@@ -244,6 +256,21 @@ def test_an_unexpected_error_exits_3_not_as_a_failed_gate(tmp_path, capsys, monk
     assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path / "lake")]) == 3
     err = capsys.readouterr().err
     assert "RuntimeError: a bug" in err and "unexpected error" in err
+
+
+def test_a_full_disk_or_a_file_it_may_not_write_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch):
+    from correlake import driver
+
+    java = ("An error occurred while calling o2564.save.\n: org.apache.spark.SparkException: Task failed\n"
+            "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2935)\n"
+            "Caused by: java.io.IOException: No space left on device\n\tat java.base/java.io.FileOutputStream")
+    for error, line in ((OSError(errno.EACCES, "Permission denied", "/lake/_state/lock"),
+                         "Permission denied: /lake/_state/lock"),
+                        (RuntimeError(java), "java.io.IOException: No space left on device")):
+        monkeypatch.setattr(driver, "call", lambda *args, **kwargs: (_ for _ in ()).throw(error))
+        assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path / "lake")]) == 2
+        err = capsys.readouterr().err
+        assert f"\ncorrelake: {line}; nothing of the run was published" in err and "Traceback" not in err
 
 
 def test_gzip_lines_are_read(tmp_path):

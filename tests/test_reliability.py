@@ -80,11 +80,43 @@ def test_a_run_killed_anywhere_is_rolled_back_and_the_next_run_converges(spark, 
         if point in ("bronze", "silver"):
             assert versions(lake_dir) == before, point
             continue
-        assert (Path(lake_dir) / "_state" / "inflight.json").exists(), point
+        dead_run = lake.unfinished_run(lake_dir)
+        assert dead_run, point
         result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
-        assert not result.nothing_new, point
+        assert not result.nothing_new and result.rolled_back == dead_run, point
         assert snapshot(spark, lake_dir) == reference, f"killed during {point}: the rerun did not converge"
         assert not (Path(lake_dir) / "_state" / "inflight.json").exists()
+
+
+def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path):
+    """SIGTERM (a supervisor stopping `correlake run`) while publishing: the run cancels
+    its jobs, rolls back in its own process, says so in one line and exits 143."""
+    landing, base, _, reference = world
+    lake_dir = copy_lake(base, tmp_path / "term")
+    before = snapshot(spark, lake_dir)
+    proc = subprocess.run([sys.executable, "crash_child.py", str(landing), lake_dir, "term"],
+                          cwd=HERE, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 143, proc.stderr[-3000:]
+    assert proc.stderr.strip().splitlines()[-1].startswith("correlake: stopped by SIGTERM; nothing of a run")
+    assert "Traceback" not in proc.stderr and " ERROR " not in proc.stderr, proc.stderr[-3000:]
+    assert not (Path(lake_dir) / "_state" / "inflight.json").exists()
+    assert not (Path(lake_dir) / "_state" / "lock").exists()
+    assert snapshot(spark, lake_dir) == before
+    pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
+    assert snapshot(spark, lake_dir) == reference
+
+
+def test_a_crashed_first_run_leaves_no_table_folder_behind(spark, tmp_path):
+    """A table the dead run had begun to create (a `_delta_log` with no commit yet, which
+    no Delta reader opens) is removed by the rollback, as are the ones it had created."""
+    lake_dir = str(tmp_path / "lake")
+    lake.begin(lake_dir, "dead-run")
+    (Path(table_path(lake_dir, "messages")) / "_delta_log").mkdir(parents=True)
+    (Path(table_path(lake_dir, "messages")) / "part-0.parquet").write_bytes(b"orphan")
+    assert lake.unfinished_run(lake_dir) == "dead-run"
+    assert lake.rollback(spark, lake_dir) == "dead-run"
+    assert not Path(table_path(lake_dir, "messages")).exists()
+    assert lake.unfinished_run(lake_dir) is None
 
 
 def test_two_runs_at_once_one_proceeds_the_other_waits_or_is_refused(spark, world, tmp_path, capsys):

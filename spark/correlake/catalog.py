@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import sqlfiles
 from .config import GOLD_TABLES, TABLES, sql_dir, table_path
-from .lake import is_table
+from .lake import is_table, unfinished_run
 
 # readable name -> logical table name of config.TABLES
 TABLE_NAMES = {(f"gold_{name}" if name in GOLD_TABLES else name): name for name in TABLES}
@@ -58,6 +58,14 @@ def require_gold(lake: str | Path) -> None:
     missing = [name for name in REQUIRED if not is_table(table_path(lake, TABLE_NAMES[name]))]
     if missing:
         raise MissingTables(f"{lake} has no {', '.join(missing)} (not a lake, or no run has committed yet)")
+
+
+def unfinished_warning(lake: str | Path) -> str | None:
+    """A warning for readers of a lake that a crashed run left half-written, or None."""
+    if (run := unfinished_run(str(lake))) is None:
+        return None
+    return (f"correlake: warning: run {run} began to write and did not finish; until the next run (or "
+            "`correlake maintain`) rolls it back, its tables may disagree with each other")
 
 
 def register(spark, lake: str | Path, queries: list[str] | None = None) -> list[str]:

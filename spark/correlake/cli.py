@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import signal
 import sys
+import threading
 import time
 import traceback
 
-from .config import MAX_QUARANTINE_RATIO, default_driver_socket, demo_dir
+from .config import (MAX_QUARANTINE_RATIO, STREAMS, ConfigError, default_driver_socket, demo_dir, parse_number,
+                     validate)
 
 EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
 
@@ -31,12 +34,9 @@ def _number(low: float, high: float, what: str, kind=float):
     """An argparse type: a finite number of `kind` (float or int) in [low, high]."""
     def parse(text: str):
         try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-        if not (math.isfinite(value) and low <= value <= high):
-            raise argparse.ArgumentTypeError(f"must be {what}")
-        return value
+            return parse_number(text, kind, low, high, what)
+        except ConfigError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
     return parse
 
 
@@ -105,7 +105,7 @@ def cmd_run(args) -> int:
 
     from . import driver
     from .gates import GateFailed
-    from .lake import LakeBusy
+    from .lake import LakeBusy, check_free
 
     rebuild = args.command == "rebuild"
     if rebuild and not Path(args.lake, "bronze").is_dir():
@@ -113,6 +113,9 @@ def cmd_run(args) -> int:
     if not rebuild:
         if not Path(args.landing).is_dir():
             raise UsageError(f"landing folder {args.landing} does not exist or is not a folder")
+        lake, landing_dir = Path(args.lake).resolve(), Path(args.landing).resolve()
+        if lake == landing_dir or any(landing_dir / stream in (lake, *lake.parents) for stream in STREAMS):
+            raise UsageError(f"the lake {args.lake} cannot be the landing folder {args.landing} or in its streams")
         _lake_folder(Path(args.lake))
         from .landing import unread_warning
 
@@ -121,6 +124,8 @@ def cmd_run(args) -> int:
     started = time.perf_counter()
     landing, lake_dir = (None if rebuild else str(Path(args.landing).resolve())), str(Path(args.lake).resolve())
     try:  # absolute paths: a driver has its own working directory
+        if not args.wait:
+            check_free(lake_dir)  # before Spark starts
         result = driver.call("run", landing, lake_dir, as_of=args.as_of,
                              max_quarantine_ratio=getattr(args, "max_quarantine_ratio", None),
                              wait_seconds=args.wait, rebuild=rebuild, dry_run=args.dry_run)
@@ -187,24 +192,81 @@ def cmd_serve(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .session import interrupt_quietly
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    on_sigterm = signal.getsignal(signal.SIGTERM)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, interrupt_quietly(Terminated))  # as Ctrl-C: a run in progress rolls back
     try:
+        validate()
         return args.func(args)
-    except UsageError as exc:
+    except (UsageError, ConfigError) as exc:
         print(f"correlake: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except Exception as exc:  # set-up and driver problems surface as a clear error, not a traceback
+    except KeyboardInterrupt as exc:
+        return _stopped(exc)
+    except Exception as exc:  # set-up, driver and machine problems surface as a clear error, not a traceback
         from .driver import DriverError
         from .session import SetupError
 
+        if interrupt := _interrupt(exc):  # raised while it rolled back (a JVM stopped by the same signal)
+            return _stopped(interrupt)
         if isinstance(exc, (SetupError, DriverError)):
             print(f"correlake: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if problem := _machine_problem(exc):
+            print(f"correlake: {problem}; nothing of the run was published (what it had begun to write was "
+                  "rolled back, or is by the next run)", file=sys.stderr)
             return EXIT_USAGE
         traceback.print_exc()
         print(f"correlake: unexpected error ({type(exc).__name__}, traceback above); nothing of the run was "
               "published (a run that had begun to write is rolled back by the next)", file=sys.stderr)
         return EXIT_ERROR
+    finally:
+        if threading.current_thread() is threading.main_thread():
+            signal.signal(signal.SIGTERM, on_sigterm)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a supervisor, Airflow, systemd stopping the process), handled as Ctrl-C is."""
+
+
+def _stopped(interrupt: KeyboardInterrupt) -> int:
+    stopped = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT
+    print(f"correlake: stopped by {stopped.name}; nothing of a run in progress was published (what it had "
+          "begun to write was rolled back, or is by the next run)", file=sys.stderr)
+    return 128 + stopped
+
+
+def _causes(exc: BaseException | None):
+    while exc is not None:
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
+def _interrupt(exc: BaseException) -> KeyboardInterrupt | None:
+    return next((e for e in _causes(exc) if isinstance(e, KeyboardInterrupt)), None)
+
+
+MACHINE_PROBLEMS = ("No space left on device", "Disk quota exceeded", "Permission denied", "Read-only file system")
+
+
+def _machine_problem(exc: BaseException) -> str | None:
+    """One line on a failure of the machine rather than of correlake (a full disk, a file
+    it may not write), from a Python error or the causes in a Java one; else None."""
+    for e in _causes(exc):
+        if isinstance(e, OSError) and e.strerror in MACHINE_PROBLEMS:
+            return f"{e.strerror}: {e.filename}" if e.filename else e.strerror
+        try:
+            text = str(e)  # a Java exception's text holds its causes
+        except Exception:  # asked of a JVM that is gone
+            continue
+        for line in text.splitlines():
+            if any(problem in line for problem in MACHINE_PROBLEMS):
+                return line.strip().removeprefix("Caused by: ")
+    return None
 
 
 if __name__ == "__main__":

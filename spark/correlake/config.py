@@ -12,6 +12,7 @@ Environment variables:
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,9 +48,35 @@ TABLES = {
 GOLD_TABLES = ("correlations", "messages", "subscriptions", "message_started_instances")
 
 
+class ConfigError(ValueError):
+    """A setting that cannot be used (a usage or configuration error: exit 2)."""
+
+
 def _env(name: str, default: str | None = None) -> str | None:
     value = os.environ.get(name)
     return value if value not in (None, "") else default
+
+
+def parse_number(text: str, kind: type = float, low: float = -math.inf, high: float = math.inf,
+                 what: str = "") -> float | int:
+    """`text` as a finite number of `kind` (float or int) in [low, high], or ConfigError."""
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ConfigError(f"not a number: {text!r}") from None
+    if not (math.isfinite(value) and low <= value <= high):
+        raise ConfigError(f"must be {what}")
+    return value
+
+
+def _env_number(name: str, default: float, kind: type, low: float, high: float, what: str) -> float | int:
+    text = _env(name)
+    if text is None:
+        return default
+    try:
+        return parse_number(text, kind, low, high, what)
+    except ConfigError as exc:
+        raise ConfigError(f"{name}: {exc}") from None
 
 
 def state_dir() -> Path:
@@ -60,7 +87,8 @@ def state_dir() -> Path:
 class SparkSettings:
     master: str = field(default_factory=lambda: _env("CORRELAKE_SPARK_MASTER", "local[*]"))
     jars_dir: Path = field(default_factory=lambda: Path(_env("CORRELAKE_JARS", str(state_dir() / "jars"))))
-    shuffle_partitions: int = field(default_factory=lambda: int(_env("CORRELAKE_SHUFFLE_PARTITIONS", "4")))
+    shuffle_partitions: int = field(default_factory=lambda: _env_number(
+        "CORRELAKE_SHUFFLE_PARTITIONS", 4, int, 1, math.inf, "a whole number, 1 or more"))
     # the heap; the JVM's resident memory is about 0.6 GB more (metaspace, code cache, Arrow buffers)
     driver_memory: str = field(default_factory=lambda: _env("CORRELAKE_DRIVER_MEMORY", "3g"))
     extra_conf: dict = field(default_factory=lambda: parse_conf(_env("CORRELAKE_SPARK_CONF", "")))
@@ -72,7 +100,7 @@ def parse_conf(text: str) -> dict:
     for item in filter(None, (part.strip() for part in text.split(","))):
         key, sep, value = item.partition("=")
         if not sep:
-            raise ValueError(f"CORRELAKE_SPARK_CONF item {item!r} is not key=value")
+            raise ConfigError(f"CORRELAKE_SPARK_CONF: item {item!r} is not key=value")
         conf[key.strip()] = value.strip()
     return conf
 
@@ -89,7 +117,13 @@ def default_driver_socket() -> Path:
 
 
 def default_max_quarantine_ratio() -> float:
-    return float(_env("CORRELAKE_MAX_QUARANTINE_RATIO", str(MAX_QUARANTINE_RATIO)))
+    return _env_number("CORRELAKE_MAX_QUARANTINE_RATIO", MAX_QUARANTINE_RATIO, float, 0.0, 1.0, "between 0 and 1")
+
+
+def validate() -> None:
+    """Every setting from the environment usable, or ConfigError (before any work starts)."""
+    SparkSettings()
+    default_max_quarantine_ratio()
 
 
 def table_path(lake: str | Path, name: str) -> str:

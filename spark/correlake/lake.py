@@ -83,6 +83,33 @@ def _stale(holder: dict) -> bool:
     return holder.get("host") == socket.gethostname() and not _pid_alive(holder.get("pid", -1))
 
 
+def _holder(path: Path) -> dict | None:
+    """Who holds the lock file at `path`: None if nobody (a stale lock is removed)."""
+    try:
+        holder = json.loads(path.read_text() or "{}")
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):  # being written: held
+        return {}
+    if holder and _stale(holder):  # an empty file is being written: held
+        path.unlink(missing_ok=True)
+        return None
+    return holder
+
+
+def _busy(path: Path, holder: dict) -> LakeBusy:
+    return LakeBusy(f"another correlake run holds {path} (pid {holder.get('pid')} on {holder.get('host')}); "
+                    "try again when it has finished")
+
+
+def check_free(lake: str) -> None:
+    """LakeBusy now if a run holds the lake's lock: a quick answer before a slow start
+    (`run_lock` still takes the lock)."""
+    path = lake_state_dir(lake) / "lock"
+    if (holder := _holder(path)) is not None:
+        raise _busy(path, holder)
+
+
 @contextmanager
 def run_lock(lake: str, wait_seconds: float = 0.0):
     """Hold the lake's lock: one run at a time. A lock left by a dead process is taken over."""
@@ -93,17 +120,10 @@ def run_lock(lake: str, wait_seconds: float = 0.0):
         try:
             fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
         except FileExistsError:
-            try:
-                holder = json.loads(path.read_text() or "{}")
-            except (OSError, ValueError):
-                holder = {}
-            if holder and _stale(holder):
-                path.unlink(missing_ok=True)
+            if (holder := _holder(path)) is None:
                 continue
             if time.time() >= deadline:
-                raise LakeBusy(
-                    f"another correlake run holds {path} (pid {holder.get('pid')} on "
-                    f"{holder.get('host')}); try again when it has finished") from None
+                raise _busy(path, holder) from None
             time.sleep(1.0)
             continue
         with os.fdopen(fd, "w") as f:
@@ -118,6 +138,14 @@ def run_lock(lake: str, wait_seconds: float = 0.0):
 # -- the run journal: all-or-nothing runs --------------------------------------------
 def _journal(lake: str) -> Path:
     return _state(lake) / "inflight.json"
+
+
+def unfinished_run(lake: str) -> str | None:
+    """The id of a run that began to write and did not finish (crashed, killed), if any."""
+    try:
+        return json.loads((lake_state_dir(lake) / "inflight.json").read_text())["run_id"]
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def begin(lake: str, run_id: str) -> None:
@@ -138,12 +166,9 @@ def rollback(spark: SparkSession, lake: str) -> str | None:
     entry = json.loads(journal.read_text())
     for name, before in entry["versions"].items():
         path = table_path(lake, name)
-        now = version(path)
-        if now == before:
-            continue
-        if before < 0:
+        if before < 0:  # the run created the table, or began to (a log with no commit yet)
             shutil.rmtree(path, ignore_errors=True)
-        else:
+        elif version(path) != before:
             spark.sql(f"RESTORE TABLE delta.`{path}` TO VERSION AS OF {before}")
     journal.unlink()
     return entry["run_id"]

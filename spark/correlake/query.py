@@ -4,6 +4,7 @@ as an aligned table or written to a CSV or Parquet file."""
 from __future__ import annotations
 
 import argparse
+import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -46,6 +47,8 @@ def main(args: argparse.Namespace) -> int:
         catalog.require_gold(args.lake)
     except catalog.MissingTables as exc:
         raise UsageError(str(exc)) from None
+    if warning := catalog.unfinished_warning(args.lake):
+        print(warning, file=sys.stderr)
     spark = get_spark()
     spark_errors = PySparkLogger.getLogger("SQLQueryContextLogger")  # it would print each SQL error as JSON too
     spark_errors.disabled = True

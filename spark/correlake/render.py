@@ -14,6 +14,11 @@ def _iso(millis) -> str:
 
 
 def summary(result) -> str:
+    rolled_back = f"correlake: rolled back the unfinished run {result.rolled_back} first\n" if result.rolled_back else ""
+    return rolled_back + _summary(result)
+
+
+def _summary(result) -> str:
     if result.nothing_new:
         if result.as_of_before is None:
             return f"correlake: nothing new to ingest; no table changed (as_of {_iso(result.as_of)})"

@@ -10,6 +10,7 @@ nothing at view time.
 from __future__ import annotations
 
 import argparse
+import sys
 import json
 from datetime import datetime, timezone
 from html import escape
@@ -92,13 +93,15 @@ def add_parser(sub) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from .catalog import MissingTables, require_gold
+    from .catalog import MissingTables, require_gold, unfinished_warning
     from .session import get_spark
 
     try:
         require_gold(args.lake)
     except MissingTables as exc:
         raise UsageError(str(exc)) from None
+    if warning := unfinished_warning(args.lake):
+        print(warning, file=sys.stderr)
     data = gather(get_spark(), args.lake)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import gc
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from .config import SparkSettings, state_dir
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+LOG_LEVEL = "ERROR"
 
 
 class SetupError(RuntimeError):
@@ -69,16 +72,42 @@ def get_spark(settings: SparkSettings | None = None):
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    log_level(spark.sparkContext, LOG_LEVEL)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, interrupt_quietly(KeyboardInterrupt))  # in place of PySpark's
     return spark
 
 
+def log_level(context, level: str) -> None:
+    """Every logger of Spark's JVM at `level` (`SparkContext.setLogLevel` sets the root's only)."""
+    log4j = context._jvm.org.apache.logging.log4j
+    log4j.core.config.Configurator.setAllLevels("", log4j.Level.toLevel(level))
+
+
+def interrupt_quietly(interrupt: type[BaseException]):
+    """A signal handler: cancel Spark's jobs, without the errors their cancellation would
+    log (the run rolls back; `release` turns logging on again), and raise `interrupt`."""
+    def handler(signum, frame):
+        from pyspark import SparkContext
+
+        if (context := SparkContext._active_spark_context) is not None:
+            try:
+                log_level(context, "OFF")
+                context.cancelAllJobs()
+            except Exception:  # the JVM is stopping too (the signal went to the process group)
+                pass
+        raise interrupt()
+    return handler
+
+
 def release(spark) -> None:
-    """Free what a finished run checkpointed and shuffled, for the next run in this process.
+    """Free what a finished run checkpointed and shuffled, for the next run in this process;
+    log as before if an interrupt stopped it.
 
     Spark's cleaner removes the blocks and shuffle files of RDDs the JVM has garbage
     collected, which by itself may wait for its periodic GC (30 min). Python drops its
     references first, so that the JVM's objects become unreachable.
     """
+    log_level(spark.sparkContext, LOG_LEVEL)
     gc.collect()
     spark.sparkContext._jvm.System.gc()

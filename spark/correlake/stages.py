@@ -11,6 +11,7 @@ Airflow runs each as a task, with frames staged as Parquet under
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import time
 import uuid
@@ -58,6 +59,7 @@ class RunResult:
     nothing_new: bool = False  # no new landing file: at most a status refresh (as_of_before set)
     as_of_before: int | None = None  # nothing new: the as_of gold's statuses were at, when as_of moved
     rebuild: bool = False
+    rolled_back: str | None = None  # the unfinished run this one rolled back first
     started_at: int = field(default_factory=lambda: int(time.time() * 1000))  # epoch millis
 
     @property
@@ -178,15 +180,17 @@ class StagedRun:
         statuses if `as_of` moved (a dry run only says it would).
         The caller holds the lake's lock.
         """
-        lake.rollback(spark, lake_dir)
+        rolled_back = lake.rollback(spark, lake_dir)
         last = _last_run(spark, lake_dir)
         files = [] if rebuild else new_files(landing, _ingested(spark, lake_dir))
         if not files and not rebuild:
-            return _refresh_only(spark, lake_dir, last, as_of, dry_run)
+            result = _refresh_only(spark, lake_dir, last, as_of, dry_run)
+            result.rolled_back = rolled_back
+            return result
         run_id = _new_run_id()
         ratio = default_max_quarantine_ratio() if max_quarantine_ratio is None else max_quarantine_ratio
         plan = Plan(run_id, files, {name: lake.version(table_path(lake_dir, name)) for name in TABLES}, ratio,
-                    last, RunResult(run_id, files=len(files), as_of=as_of, rebuild=rebuild))
+                    last, RunResult(run_id, files=len(files), as_of=as_of, rebuild=rebuild, rolled_back=rolled_back))
         staged = cls(spark, lake_dir, plan, store_for(run_id))
         staged.store.save_plan(plan)
         return staged
@@ -256,9 +260,13 @@ class StagedRun:
         if ratio > limit:
             reasons = "\n".join(f"  {count:>8}  {reason}  (first: {where})"
                                  for reason, count, where in result.top_quarantine_reasons(20))
+            enough = math.ceil(ratio * 10_000) / 10_000
             raise GateFailed("max_quarantine_ratio",
                              f"quarantined {result.quarantined_total} of {result.records_read} records "
-                             f"({ratio:.2%}) > max_quarantine_ratio {limit:.2%}; nothing was committed\n{reasons}")
+                             f"({ratio:.2%}) > max_quarantine_ratio {limit:.2%}; nothing was committed\n{reasons}\n"
+                             f"To keep these lines in quarantine and go on, run once with a max_quarantine_ratio "
+                             f"of {enough} (--max-quarantine-ratio, or the DAG's param); the files stay unread "
+                             "until then")
 
     # -- silver -------------------------------------------------------------------------
     def silver(self) -> None:
