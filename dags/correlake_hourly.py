@@ -10,7 +10,8 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from airflow.sdk import Asset, CronDataIntervalTimetable, Param, chain, dag, get_current_context, task
-from correlake.config import GOLD_TABLES, MAX_QUARANTINE_RATIO
+from correlake.config import (AIRFLOW_RUN_TIMEOUT_SECONDS, AIRFLOW_TASK_TIMEOUT_SECONDS, GOLD_TABLES,
+                              MAX_QUARANTINE_RATIO)
 from correlake.parsing import ISO_WITH_OFFSET
 
 GOLD_ASSETS = [Asset(name=f"correlake/gold/{table}", group="correlake") for table in GOLD_TABLES]
@@ -34,8 +35,10 @@ step = task(_call)
     start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
     catchup=False,
     max_active_runs=1,
+    dagrun_timeout=timedelta(seconds=AIRFLOW_RUN_TIMEOUT_SECONDS),
     default_args={"retries": 2, "retry_delay": timedelta(seconds=30), "retry_exponential_backoff": 2.0,
-                  "max_retry_delay": timedelta(minutes=10)},
+                  "max_retry_delay": timedelta(minutes=10),
+                  "execution_timeout": timedelta(seconds=AIRFLOW_TASK_TIMEOUT_SECONDS)},
     params={
         "as_of": Param(None, type=["null", "string"], pattern=f"^{ISO_WITH_OFFSET}$",
                        description="Evaluate statuses at this time, ISO-8601 with an offset. Empty: a scheduled "

@@ -2,7 +2,8 @@
 # One command, a local Airflow: the project's set-up, the demo landing, and
 # `airflow standalone` (scheduler, DAG processor, triggerer, API server with the UI)
 # on SQLite in .local/airflow, with this project's dags/, and a long-lived Spark driver
-# (`correlake serve`) that the tasks run their stages on. Ctrl-C stops both.
+# (`correlake serve`) that the tasks run their stages on. Ctrl-C, or SIGTERM to this
+# script, stops them all.
 #
 #   CORRELAKE_DRIVER                       the driver's socket (default .local/driver.sock);
 #                                          "none": each task starts its own Spark instead
@@ -50,20 +51,41 @@ cat <<EOF
 correlake: local Airflow starting (AIRFLOW_HOME=$AIRFLOW_HOME)
   UI and REST API  http://localhost:$port   (ready after ~30 s)
   log in as        admin / $password   (from $AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE)
-  DAG              correlake_hourly   landing .local/demo/landing, lake .local/airflow/lake
+  DAG              correlake_hourly   landing ${AIRFLOW_VAR_CORRELAKE_LANDING:-.local/demo/landing}, lake ${AIRFLOW_VAR_CORRELAKE_LAKE:-.local/airflow/lake}
                    (Airflow Variables correlake_landing / correlake_lake to change them)
 EOF
+set -m  # the driver and Airflow in process groups of their own, each stopped as a whole
+driver=""
 if [ "${CORRELAKE_DRIVER:-}" = none ]; then
   unset CORRELAKE_DRIVER
 else
   export CORRELAKE_DRIVER="${CORRELAKE_DRIVER:-$root/.local/driver.sock}"
-  correlake serve --socket "$CORRELAKE_DRIVER" >"$AIRFLOW_HOME/driver.log" 2>&1 &
+  : >"$AIRFLOW_HOME/driver.log"
+  (  # supervised: started again when it stops (its JVM gone, out of memory)
+    trap 'kill -TERM "$serve" 2>/dev/null; exit 0' TERM
+    while true; do
+      correlake serve --socket "$CORRELAKE_DRIVER" >>"$AIRFLOW_HOME/driver.log" 2>&1 &
+      serve=$!
+      wait "$serve" || true
+      echo "correlake: the driver stopped; starting it again in 5 s" >>"$AIRFLOW_HOME/driver.log"
+      sleep 5
+    done
+  ) &
   driver=$!
-  trap 'kill "$driver" 2>/dev/null || true' EXIT
-  echo "  Spark driver     $CORRELAKE_DRIVER (pid $driver, log $AIRFLOW_HOME/driver.log; warming up, ~1.5 min)"
+  echo "  Spark driver     $CORRELAKE_DRIVER (log $AIRFLOW_HOME/driver.log; warming up, ~1.5 min;"
+  echo "                   restarted if it stops; restart make airflow after changing code or expectations/)"
 fi
-# Ctrl-C: `airflow standalone` leaves its components running on SIGINT but stops them on SIGTERM
+echo "  stop             Ctrl-C, or kill -TERM $$"
 airflow standalone &
 standalone=$!
-trap 'kill -TERM "$standalone" 2>/dev/null || true' INT TERM
-wait "$standalone" || wait "$standalone"
+
+stop() {  # Airflow stops its components on SIGINT (on SIGTERM it would leave them running)
+  trap - INT TERM EXIT
+  kill -INT -- -"$standalone" 2>/dev/null || true
+  for _ in $(seq 30); do kill -0 -- -"$standalone" 2>/dev/null || break; sleep 1; done
+  kill -KILL -- -"$standalone" 2>/dev/null || true  # what did not stop in 30 s
+  if [ -n "$driver" ]; then kill -TERM -- -"$driver" 2>/dev/null || true; fi
+}
+trap 'stop; exit 0' INT TERM
+trap stop EXIT
+wait "$standalone"

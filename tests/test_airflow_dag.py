@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -56,9 +56,10 @@ def test_dagbag_loads_the_dag_with_its_schedule_params_retries_and_assets(correl
     assert isinstance(dag.timetable, CronDataIntervalTimetable) and dag.timetable.expression == "0 * * * *"
     assert (dag.catchup, dag.max_active_runs) == (False, 1)
     assert set(dag.params) == {"as_of", "rebuild", "max_quarantine_ratio", "dry_run"}
+    assert dag.dagrun_timeout == timedelta(hours=6)
     for task in dag.tasks:
         gate = task.task_id.startswith("gate_")
-        assert task.retries == (0 if gate else 2)
+        assert task.retries == (0 if gate else 2) and task.execution_timeout == timedelta(hours=2)
         assert gate or task.retry_exponential_backoff > 1
     assert [a.name for a in dag.get_task("publish").outlets] == [f"correlake/gold/{t}" for t in GOLD_TABLES]
 
@@ -122,6 +123,34 @@ def test_a_failing_gate_fails_its_task_stops_the_run_and_leaves_gold_unchanged(c
     assert _gold_versions(lake) == before
     assert list(staged_runs_dir(str(lake)).iterdir()) == []
     assert "quarantined 1 of 11 records (9.09%) > max_quarantine_ratio 5.00%" in caplog.text  # the task's log
+
+
+def test_a_param_the_dag_does_not_take_fails_the_run_before_anything_runs(correlake_dag, airflow_run,
+                                                                          bad_landing_file, capfd):
+    _, _, lake = airflow_run
+    before = _gold_versions(lake)
+    run = correlake_dag.test(run_conf={"dryrun": True})  # a typo of dry_run would publish for real
+    states = _states(run)
+    assert states["prepare"] == "failed" and {states[t] for t in TASKS[1:]} == {"upstream_failed"}
+    assert "unknown params ['dryrun']: this DAG takes ['as_of', 'dry_run', 'max_quarantine_ratio', " in "".join(
+        capfd.readouterr())
+    assert _gold_versions(lake) == before
+
+
+def test_a_task_cleared_alone_after_its_run_was_dropped_fails_without_retry(tmp_path):
+    """A gate that failed dropped its staged run: clearing a later task alone cannot work."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from correlake import airflow_tasks
+
+    class TaskInstance:  # what a task reads of its TaskInstance: prepare's XCom
+        def xcom_pull(self, task_ids):
+            return {"run_id": "20261124T000000Z-gone", "lake": str(tmp_path)}
+
+    for call in (lambda c: airflow_tasks.stage(c, "silver"), lambda c: airflow_tasks.gate(c, "silver"),
+                 airflow_tasks.publish):
+        with pytest.raises(AirflowFailException, match="no longer staged .* clear this DAG run from 'prepare'"):
+            call({"ti": TaskInstance(), "params": {"dry_run": False}})
 
 
 def test_a_dry_run_passes_the_gates_and_publishes_nothing(correlake_dag, airflow_run, bad_landing_file):

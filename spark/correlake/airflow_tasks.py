@@ -25,7 +25,9 @@ from .parsing import BadRecord, parse_time
 from .render import summary
 
 log = logging.getLogger("correlake")
-logging.getLogger("py4j").setLevel(logging.WARNING)  # Airflow logs INFO: py4j would log every closed connection
+# Airflow logs INFO: py4j would log every closed connection, GX every function it registers
+for _noisy in ("py4j", "great_expectations"):
+    logging.getLogger(_noisy).setLevel(logging.WARNING)
 
 
 def locations() -> tuple[str, str]:
@@ -52,10 +54,21 @@ def _run(context) -> dict:
     return context["ti"].xcom_pull(task_ids="prepare")
 
 
+def _staged_run(context) -> dict:
+    """The run `prepare` planned, still staged; else a failure without retry."""
+    run = _run(context)
+    if not stages.is_staged(run["lake"], run["run_id"]):
+        raise AirflowFailException(f"run {run['run_id']} is no longer staged (a gate failed and dropped it, or it "
+                                   "was published): clear this DAG run from 'prepare', or trigger a new one")
+    return run
+
+
 def prepare(context) -> dict | None:
     """Plan the run (a rebuild reads bronze only); None, so the later tasks skip, when nothing is new
     (statuses are then re-evaluated if as_of moved, outside a dry run)."""
     params = context["params"]
+    if unknown := sorted(set(context["dag_run"].conf or {}) - set(context["dag"].params)):
+        raise AirflowFailException(f"unknown params {unknown}: this DAG takes {sorted(context['dag'].params)}")
     rebuild = params["rebuild"]
     landing, lake = locations()
     if not rebuild and not Path(landing).is_dir():
@@ -75,13 +88,13 @@ def prepare(context) -> dict | None:
 
 
 def stage(context, name: str) -> None:
-    run = _run(context)
+    run = _staged_run(context)
     call("stage", run["lake"], run["run_id"], name)
 
 
 def gate(context, name: str) -> None:
     """Pass the gate, or fail the task for good (no retry: bad data stays bad) and drop the run."""
-    run = _run(context)
+    run = _staged_run(context)
     try:
         call("check", run["lake"], run["run_id"], name)
     except GateFailed as exc:
@@ -95,7 +108,7 @@ def gate(context, name: str) -> None:
 
 def publish(context) -> dict:
     """Commit the run to the lake (or, in a dry run, drop it and skip); tag the gold asset events."""
-    run = _run(context)
+    run = _staged_run(context)
     if context["params"]["dry_run"]:
         stages.discard(run["lake"], run["run_id"])
         raise AirflowSkipException(f"dry run: every gate passed; run {run['run_id']} discarded, nothing published")

@@ -25,6 +25,8 @@ BROADCAST_ROWS = 200_000  # a run's frames up to this size are broadcast to thei
 WRITE_THREADS = 4  # tables a run, or a maintenance, writes at once
 LOCK_STALE_SECONDS = 6 * 3600  # a lake lock this old is stale, whoever holds it
 AIRFLOW_LOCK_WAIT_SECONDS = 600.0  # an Airflow task waits this long for the lock of a run in progress
+AIRFLOW_TASK_TIMEOUT_SECONDS = 2 * 3600  # a task that hangs fails (and is retried) after this
+AIRFLOW_RUN_TIMEOUT_SECONDS = 6 * 3600  # a DAG run (one at a time) fails after this, so that the next can start
 STAGED_RUN_MAX_AGE_SECONDS = 24 * 3600  # frames an abandoned Airflow run staged are deleted after this
 
 STREAMS = ("messages", "workflow_events")

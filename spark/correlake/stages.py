@@ -398,6 +398,10 @@ def publish(spark: SparkSession, lake_dir: str, run_id: str,
         return StagedRun.load(spark, lake_dir, run_id).publish()
 
 
+def is_staged(lake_dir: str, run_id: str) -> bool:
+    return (staged_runs_dir(lake_dir) / run_id / "plan.json").exists()
+
+
 def discard(lake_dir: str, run_id: str) -> None:
     DiskStore(staged_runs_dir(lake_dir) / run_id).clear()
 
