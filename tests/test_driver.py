@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Listener
 from pathlib import Path
@@ -100,6 +101,30 @@ def test_airflow_tasks_run_their_stages_on_the_driver(spark, served, correlake_d
     # prepare, three stages, three gates, publish, the stats' findings
     assert log.read_text().count("done in") - served_before == 9
     assert sorted_gold(spark, str(tmp_path / "lake")) == sorted_gold(spark, local_lake)
+
+
+def test_a_caller_gone_mid_call_stops_its_call_and_the_driver_serves_on(spark, served, landing_and_local_lake,
+                                                                         tmp_path):
+    """A `correlake run` killed while the driver runs its call (Airflow killing a task, a
+    timeout): the driver stops the call, which writes nothing, and serves the next."""
+    socket, log = served
+    landing, local_lake = landing_and_local_lake
+    lake = tmp_path / "lake"
+    caller = subprocess.Popen([CORRELAKE, "run", "--landing", str(landing), "--lake", str(lake)],
+                              env={**os.environ, "CORRELAKE_DRIVER": str(socket)})
+    deadline = time.time() + 120
+    while not (lake / "_state" / "lock").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    time.sleep(2)  # the driver is running the call
+    caller.kill()
+    caller.wait()
+    while "went away" not in log.read_text() and time.time() < deadline:
+        time.sleep(0.5)
+    assert "correlake driver: the caller of run went away; its call was stopped" in log.read_text()
+    assert not (lake / "_state" / "lock").exists() and not (lake / "gold").exists()
+    done = _cli(socket, "run", "--landing", str(landing), "--lake", str(lake))
+    assert done.returncode == 0, done.stderr
+    assert sorted_gold(spark, str(lake)) == sorted_gold(spark, local_lake)
 
 
 def test_a_driver_whose_jvm_died_fails_the_call_and_stops(landing_and_local_lake, tmp_path):

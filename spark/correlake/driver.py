@@ -9,6 +9,8 @@ under the same lock and journal: a driver killed mid-run is a crashed run.
 
 The driver serves one call at a time; the others wait. It listens on a Unix socket
 (mode 0600) and accepts only clients that hold its key (`<socket>.key`, mode 0600).
+A caller that goes away mid-call (killed, timed out) stops its call: the driver cancels
+it as Ctrl-C would, and the call's writes roll back.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from multiprocessing import AuthenticationError
@@ -37,6 +40,44 @@ FREES_ITS_MEMORY = {"run"}  # pipeline.run releases its run's memory itself; aft
 
 class DriverError(RuntimeError):
     """The driver failed, or is gone; for errors other than correlake's own, with the driver's traceback."""
+
+
+class CallerGone(BaseException):
+    """The caller of the call in progress went away: the call stops (and its writes roll back)."""
+
+
+class _Call:
+    """The call in progress, and a thread that stops it if its caller hangs up (a caller
+    sends nothing after its call, so the connection reads only once it is closed)."""
+
+    def __init__(self, conn):
+        self.running = True
+        self._watcher = threading.Thread(target=self._watch, args=(conn,), daemon=True)
+
+    def __enter__(self):
+        self._watcher.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.running = False
+
+    def _watch(self, conn) -> None:
+        try:
+            conn.recv_bytes()
+        except (EOFError, OSError):
+            pass
+        if self.running:  # to the main thread, whose handler (`_stop_call`) raises CallerGone
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
+
+
+_current: _Call | None = None
+
+
+def _stop_call(signum, frame) -> None:
+    from .session import interrupt_quietly
+
+    if _current is not None and _current.running:
+        interrupt_quietly(CallerGone)(signum, frame)
 
 
 def _functions() -> dict:
@@ -180,9 +221,14 @@ def _serve_one(conn, spark, functions: dict) -> bool:
         name, args, kwargs = conn.recv()
     except EOFError:  # gone before it asked
         return True
+    global _current
     start = time.perf_counter()
     try:
-        reply = (True, functions[name](spark, *args, **kwargs))
+        with _Call(conn) as _current:
+            reply = (True, functions[name](spark, *args, **kwargs))
+    except CallerGone:  # nobody to reply to
+        print(f"correlake driver: the caller of {name} went away; its call was stopped", flush=True)
+        reply = (False, DriverError(f"the caller of {name} went away"))
     except Exception as exc:
         reply = (False, _portable(exc))
     alive = reply[0] or _alive(spark)
@@ -205,6 +251,7 @@ def serve(address: Path, warm_up_rounds: int) -> None:
 
     listener = _listen(address)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    signal.signal(signal.SIGUSR1, _stop_call)
     try:
         spark = get_spark()
         if warm_up_rounds:

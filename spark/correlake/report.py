@@ -10,8 +10,8 @@ nothing at view time.
 from __future__ import annotations
 
 import argparse
-import sys
 import json
+import sys
 from datetime import datetime, timezone
 from html import escape
 from pathlib import Path

@@ -137,11 +137,13 @@ class DiskStore:
         tmp.write_text(plan.to_json())
         tmp.replace(self.root / "plan.json")
 
+    def has_plan(self) -> bool:
+        return (self.root / "plan.json").exists()
+
     def load_plan(self) -> Plan:
-        path = self.root / "plan.json"
-        if not path.exists():
+        if not self.has_plan():
             raise FileNotFoundError(f"no staged run at {self.root} (discarded, published, or never prepared)")
-        return Plan.from_json(path.read_text())
+        return Plan.from_json((self.root / "plan.json").read_text())
 
     def clear(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
@@ -399,7 +401,7 @@ def publish(spark: SparkSession, lake_dir: str, run_id: str,
 
 
 def is_staged(lake_dir: str, run_id: str) -> bool:
-    return (staged_runs_dir(lake_dir) / run_id / "plan.json").exists()
+    return DiskStore(staged_runs_dir(lake_dir) / run_id).has_plan()
 
 
 def discard(lake_dir: str, run_id: str) -> None:
