@@ -1,11 +1,9 @@
-"""A `correlake run` that kills its own process (SIGKILL) at a chosen point, or is
-stopped (SIGTERM, as a supervisor stops it) there.
+"""A `correlake run` that kills its own process (SIGKILL) at a chosen point.
 
     python crash_child.py LANDING LAKE POINT
 
 POINT: bronze (while bronze is computed), silver (while key groups are computed),
-merge (after the first gold/silver MERGE has committed, others in flight);
-term: SIGTERM at the point of merge, the run going through `correlake run`'s command line.
+merge (after the first gold/silver MERGE has committed, others in flight).
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ import os
 import signal
 import sys
 
-from correlake import cli, pipeline, scope, stages
+from correlake import pipeline, scope, stages
 from correlake.session import get_spark
 
 
@@ -22,31 +20,21 @@ def die(*_, **__):
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def stop(*_, **__):
-    os.kill(os.getpid(), signal.SIGTERM)
-
-
 def main(landing: str, lake_dir: str, point: str) -> None:
     if point == "bronze":
         stages._bronze_stats = die
     elif point == "silver":
         scope.grow_groups = die
-    elif point in ("merge", "term"):
-        real, signal_self = stages.restate, (die if point == "merge" else stop)
+    elif point == "merge":
+        real = stages.restate
 
-        def restate_then_signal(*args, **kwargs):
+        def restate_then_die(*args, **kwargs):
             real(*args, **kwargs)
-            if not signalled:  # once, from the first of the writes in flight
-                signalled.append(True)
-                signal_self()
+            die()
 
-        signalled = []
-
-        stages.restate = restate_then_signal
+        stages.restate = restate_then_die
     else:
         raise SystemExit(f"unknown crash point {point}")
-    if point == "term":
-        sys.exit(cli.main(["run", "--landing", landing, "--lake", lake_dir, "--max-quarantine-ratio", "1"]))
     pipeline.run(get_spark(), landing, lake_dir, max_quarantine_ratio=1.0)
     raise SystemExit("the run finished: the crash point was never reached")
 

@@ -7,7 +7,9 @@ part one, and its second run is killed (SIGKILL) at a chosen point, then rerun.
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -88,20 +90,30 @@ def test_a_run_killed_anywhere_is_rolled_back_and_the_next_run_converges(spark, 
         assert not (Path(lake_dir) / "_state" / "inflight.json").exists()
 
 
-def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path):
-    """SIGTERM (a supervisor stopping `correlake run`) while publishing: the run cancels
-    its jobs, rolls back in its own process, says so in one line and exits 143."""
+def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, capfd, monkeypatch):
+    """SIGTERM (a supervisor stopping `correlake run`) while publishing, here after the first
+    MERGE: the run cancels its jobs, rolls back in its own process, says so in one line and
+    exits 143; the next run converges."""
     landing, base, _, reference = world
     lake_dir = copy_lake(base, tmp_path / "term")
     before = snapshot(spark, lake_dir)
-    proc = subprocess.run([sys.executable, "crash_child.py", str(landing), lake_dir, "term"],
-                          cwd=HERE, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 143, proc.stderr[-3000:]
-    assert proc.stderr.strip().splitlines()[-1].startswith("correlake: stopped by SIGTERM; nothing of a run")
-    assert "Traceback" not in proc.stderr and " ERROR " not in proc.stderr, proc.stderr[-3000:]
-    assert not (Path(lake_dir) / "_state" / "inflight.json").exists()
-    assert not (Path(lake_dir) / "_state" / "lock").exists()
+    real, signalled = stages.restate, []
+
+    def restate_then_stop(*args, **kwargs):
+        real(*args, **kwargs)
+        if not signalled:  # once, from the first of the writes in flight
+            signalled.append(os.kill(os.getpid(), signal.SIGTERM))
+
+    monkeypatch.setattr(stages, "restate", restate_then_stop)
+    capfd.readouterr()
+    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--max-quarantine-ratio", "1"]) == 143
+    err = capfd.readouterr().err
+    assert err.strip().splitlines()[-1].startswith("correlake: stopped by SIGTERM; nothing of a run"), err
+    assert "Traceback" not in err and " ERROR " not in err, err[-3000:]
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # as before the run
+    assert lake.unfinished_run(lake_dir) is None and not (Path(lake_dir) / "_state" / "lock").exists()
     assert snapshot(spark, lake_dir) == before
+    monkeypatch.undo()
     pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
     assert snapshot(spark, lake_dir) == reference
 
