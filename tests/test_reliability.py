@@ -105,12 +105,13 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
             signalled.append(os.kill(os.getpid(), signal.SIGTERM))
 
     monkeypatch.setattr(stages, "restate", restate_then_stop)
+    on_sigterm = signal.getsignal(signal.SIGTERM)
     capfd.readouterr()
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--max-quarantine-ratio", "1"]) == 143
     err = capfd.readouterr().err
     assert err.strip().splitlines()[-1].startswith("correlake: stopped by SIGTERM; nothing of a run"), err
     assert "Traceback" not in err and " ERROR " not in err, err[-3000:]
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # as before the run
+    assert signal.getsignal(signal.SIGTERM) is on_sigterm  # as before the run
     assert lake.unfinished_run(lake_dir) is None and not (Path(lake_dir) / "_state" / "lock").exists()
     assert snapshot(spark, lake_dir) == before
     monkeypatch.undo()
