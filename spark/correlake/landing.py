@@ -92,7 +92,10 @@ def unread(landing: str | Path) -> list[str]:
         if not (Path(landing) / stream).is_dir():
             problems.append(f"{stream}/ (no such folder)")
         for path, why in sorted(_scan(landing, stream)[1]):
-            problems.append(f"{path} ({why})") if why else others.append(path)
+            if why:
+                problems.append(f"{path} ({why})")
+            else:
+                others.append(path)
     return problems + others
 
 
