@@ -267,7 +267,10 @@ def test_a_full_disk_or_a_file_it_may_not_write_is_one_line_not_a_traceback(tmp_
     for error, line in ((OSError(errno.EACCES, "Permission denied", "/lake/_state/lock"),
                          "Permission denied: /lake/_state/lock"),
                         (RuntimeError(java), "java.io.IOException: No space left on device")):
-        monkeypatch.setattr(driver, "call", lambda *args, **kwargs: (_ for _ in ()).throw(error))
+        def failing(*args, error=error, **kwargs):
+            raise error
+
+        monkeypatch.setattr(driver, "call", failing)
         assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path / "lake")]) == 2
         err = capsys.readouterr().err
         assert f"\ncorrelake: {line}; nothing of the run was published" in err and "Traceback" not in err

@@ -102,7 +102,8 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
     def restate_then_stop(*args, **kwargs):
         real(*args, **kwargs)
         if not signalled:  # once, from the first of the writes in flight
-            signalled.append(os.kill(os.getpid(), signal.SIGTERM))
+            signalled.append(True)
+            os.kill(os.getpid(), signal.SIGTERM)
 
     monkeypatch.setattr(stages, "restate", restate_then_stop)
     on_sigterm = signal.getsignal(signal.SIGTERM)
