@@ -11,11 +11,10 @@ from datetime import datetime, timedelta, timezone
 
 from airflow.sdk import Asset, CronDataIntervalTimetable, Param, chain, dag, get_current_context, task
 from correlake.config import (AIRFLOW_RUN_TIMEOUT_SECONDS, AIRFLOW_TASK_TIMEOUT_SECONDS, GOLD_TABLES,
-                              MAX_QUARANTINE_RATIO)
+                              MAX_QUARANTINE_RATIO, STAGES)
 from correlake.parsing import ISO_WITH_OFFSET
 
 GOLD_ASSETS = [Asset(name=f"correlake/gold/{table}", group="correlake") for table in GOLD_TABLES]
-STAGES = ("bronze", "silver", "gold")
 
 
 def _call(function: str, *args):

@@ -61,13 +61,22 @@ if [ "${CORRELAKE_DRIVER:-}" = none ]; then
 else
   export CORRELAKE_DRIVER="${CORRELAKE_DRIVER:-$root/.local/driver.sock}"
   : >"$AIRFLOW_HOME/driver.log"
-  (  # supervised: started again when it stops (its JVM gone, out of memory)
+  (  # supervised: started again when it stops (its JVM gone, out of memory), unless it cannot start
+    log="$AIRFLOW_HOME/driver.log"
     trap 'kill -TERM "$serve" 2>/dev/null; exit 0' TERM
+    failures=0
     while true; do
-      correlake serve --socket "$CORRELAKE_DRIVER" >>"$AIRFLOW_HOME/driver.log" 2>&1 &
+      lines=$(wc -l <"$log")
+      correlake serve --socket "$CORRELAKE_DRIVER" >>"$log" 2>&1 &
       serve=$!
       wait "$serve" || true
-      echo "correlake: the driver stopped; starting it again in 5 s" >>"$AIRFLOW_HOME/driver.log"
+      if tail -n +"$((lines + 1))" "$log" | grep -q "^correlake driver: serving"; then failures=0; else failures=$((failures + 1)); fi
+      if [ "$failures" -ge 3 ]; then
+        echo "correlake: the driver failed 3 times before serving (above); not started again: tasks run their" \
+             "stages in their own processes" >>"$log"
+        exit 1
+      fi
+      echo "correlake: the driver stopped; starting it again in 5 s" >>"$log"
       sleep 5
     done
   ) &

@@ -246,16 +246,23 @@ def test_a_hidden_file_is_not_recorded_as_ingested_and_is_read_once_renamed(spar
     assert sorted(r["position"] for r in table(spark, lake_dir, "bronze_messages").collect()) == [1, 2]
 
 
-def test_an_unexpected_error_exits_3_not_as_a_failed_gate(tmp_path, capsys, monkeypatch):
+def test_an_unexpected_error_exits_3_not_as_a_failed_gate_here_and_on_a_driver(tmp_path, capsys, monkeypatch):
     from correlake import driver
 
-    def broken(*args, **kwargs):
+    try:
         raise RuntimeError("a bug")
+    except RuntimeError as exc:
+        on_driver = driver._portable(exc)  # as a driver sends it back
+    for error, code in ((RuntimeError("a bug"), 3), (on_driver, 3), (driver.DriverError("no answer"), 2)):
+        def broken(*args, error=error, **kwargs):
+            raise error
 
-    monkeypatch.setattr(driver, "call", broken)
-    assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path / "lake")]) == 3
-    err = capsys.readouterr().err
-    assert "RuntimeError: a bug" in err and "unexpected error" in err
+        monkeypatch.setattr(driver, "call", broken)
+        assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path / "lake")]) == code
+        err = capsys.readouterr().err
+        assert ("RuntimeError: a bug" in err and "unexpected error" in err) if code == 3 else \
+            err.strip().splitlines()[-1] == "correlake: no answer", err
+    assert "--- driver traceback ---" in str(on_driver)
 
 
 def test_a_full_disk_or_a_file_it_may_not_write_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch):

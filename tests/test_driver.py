@@ -42,6 +42,7 @@ def served(tmp_path_factory):
     yield socket, log
     process.send_signal(signal.SIGTERM)
     assert process.wait(60) == 0
+    assert log.read_text().rstrip().endswith("correlake driver: stopped by SIGTERM")
     assert not socket.exists() and not socket.with_name("driver.sock.key").exists()
 
 
@@ -169,6 +170,20 @@ def test_a_driver_gone_mid_call_is_a_clear_error(tmp_path, monkeypatch):
     listener.close()
 
 
+def test_a_driver_that_does_not_know_the_callers_key_is_a_clear_error(tmp_path, monkeypatch):
+    """(A driver started again has a new key; a caller that read the old one is refused.)"""
+    socket = tmp_path / "other.sock"
+    socket.with_name("other.sock.key").write_bytes(b"old key")
+    listener = Listener(str(socket), family="AF_UNIX", authkey=b"new key")
+    thread = threading.Thread(target=lambda: pytest.raises(AuthenticationError, listener.accept))
+    thread.start()
+    monkeypatch.setenv("CORRELAKE_DRIVER", str(socket))
+    with pytest.raises(driver.DriverError, match="cannot call the driver at .*AuthenticationError"):
+        driver.call("run", "landing", "lake")
+    thread.join()
+    listener.close()
+
+
 def test_correlake_errors_travel_back_as_themselves_others_with_their_traceback():
     gate = pickle.loads(pickle.dumps(driver._portable(GateFailed("silver", "3 rows failed"))))
     assert isinstance(gate, GateFailed) and (gate.gate, gate.report) == ("silver", "3 rows failed")
@@ -176,7 +191,7 @@ def test_correlake_errors_travel_back_as_themselves_others_with_their_traceback(
         raise MemoryError("java.lang.OutOfMemoryError: Java heap space")
     except MemoryError as exc:
         other = pickle.loads(pickle.dumps(driver._portable(exc)))
-    assert isinstance(other, driver.DriverError)
+    assert isinstance(other, driver.RemoteError)
     assert "MemoryError: java.lang.OutOfMemoryError: Java heap space" in str(other)
     assert "--- driver traceback ---" in str(other) and "test_driver.py" in str(other)
 

@@ -1,13 +1,17 @@
-"""The lake's run lock: one run at a time, a dead holder's lock is taken over."""
+"""The lake's run lock: one run at a time, a dead holder's lock is taken over; the
+run journal: written whole or not at all, and unreadable is a clear error."""
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import socket
+from pathlib import Path
 
 import pytest
 
-from correlake import lake
+from correlake import cli, lake
 
 
 def test_second_run_is_refused_while_the_first_holds_the_lock(tmp_path):
@@ -27,3 +31,47 @@ def test_lock_of_a_dead_process_is_taken_over(tmp_path):
     with lake.run_lock(str(tmp_path)):
         assert json.loads((state / "lock").read_text())["pid"] != 2 ** 22 + 12345
     assert not (state / "lock").exists()
+
+
+def test_a_lock_file_not_written_by_a_run_is_taken_over(tmp_path):
+    state = tmp_path / "_state"
+    state.mkdir()
+    (state / "lock").write_text("")  # a run writes its lock whole, in one step: this is none of them
+    with lake.run_lock(str(tmp_path)):
+        assert json.loads((state / "lock").read_text())["pid"] == os.getpid()
+
+
+def _disk_full_after_half(monkeypatch):
+    def write_half(path, text, *args, **kwargs):
+        with open(path, "w") as f:
+            f.write(text[: len(text) // 2])
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(Path, "write_text", write_half)
+
+
+def test_a_full_disk_leaves_neither_a_lock_nor_a_journal_behind(tmp_path, monkeypatch):
+    (tmp_path / "_state").mkdir()
+    _disk_full_after_half(monkeypatch)
+    with pytest.raises(OSError, match="No space left"):
+        with lake.run_lock(str(tmp_path)):
+            pass
+    with pytest.raises(OSError, match="No space left"):
+        lake.begin(str(tmp_path), "run-1")
+    monkeypatch.undo()
+    assert list((tmp_path / "_state").iterdir()) == []
+    with lake.run_lock(str(tmp_path)):  # free
+        assert lake.unfinished_run(str(tmp_path)) is None
+
+
+def test_an_unreadable_journal_stops_the_run_with_a_clear_line(spark, tmp_path, capsys):
+    landing, lake_dir = tmp_path / "landing", tmp_path / "lake"
+    for stream in ("messages", "workflow_events"):
+        (landing / stream).mkdir(parents=True)
+    (lake_dir / "_state").mkdir(parents=True)
+    (lake_dir / "_state" / "inflight.json").write_text('{"run_id": "r1", "vers')
+    assert cli.main(["run", "--landing", str(landing), "--lake", str(lake_dir)]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and err.startswith(
+        f"correlake: the journal of an unfinished run, {lake_dir / '_state' / 'inflight.json'}, cannot be read")
+    assert "RESTORE what that run wrote, then remove the file" in err

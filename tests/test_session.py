@@ -1,8 +1,15 @@
-"""The session's JVM settings (collector, codegen cache) and the in-memory store of a run's frames."""
+"""The session's JVM settings (collector, codegen cache), the in-memory store of a run's
+frames, and writes run a few at a time that stop at the first failure or interrupt."""
 
+import signal
+import threading
+import time
+
+import pytest
 from pyspark.sql import functions as F
 
-from correlake.stages import MemoryStore
+from correlake.session import run_concurrently
+from correlake.store import MemoryStore
 
 
 def test_driver_runs_the_throughput_collector(spark):
@@ -29,3 +36,26 @@ def test_compiled_queries_stay_cached_beyond_sparks_default_100(spark):
     before = compilations.getCount()
     assert [r.x for r in queries[0].collect()] == [0, 7, 14]
     assert compilations.getCount() == before
+
+
+def test_concurrent_writes_not_started_are_not_started_after_an_interrupt():
+    """Ctrl-C or SIGTERM while writes run: the queued ones never start (the run rolls back
+    at once instead of finishing every write first)."""
+    started = []
+
+    def write(n):
+        started.append(n)
+        time.sleep(0.5 if n == 0 else 0)
+
+    def interrupt(signum, frame):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGUSR2, interrupt)
+    try:  # a signal while the first write runs
+        threading.Timer(0.1, signal.pthread_kill, (threading.main_thread().ident, signal.SIGUSR2)).start()
+        with pytest.raises(KeyboardInterrupt):
+            run_concurrently([lambda n=n: write(n) for n in range(5)], threads=1)
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
+    assert started == [0]
+    assert run_concurrently([lambda n=n: n * n for n in range(5)], threads=2) == [0, 1, 4, 9, 16]

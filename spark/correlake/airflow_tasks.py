@@ -20,7 +20,8 @@ from . import stages
 from .config import demo_dir, state_dir, table_path
 from .driver import call
 from .gates import GateFailed
-from .landing import unread_warning
+from .errors import UsageError
+from .landing import check_locations, unread_warning
 from .parsing import BadRecord, parse_time
 from .render import summary
 
@@ -71,8 +72,11 @@ def prepare(context) -> dict | None:
         raise AirflowFailException(f"unknown params {unknown}: this DAG takes {sorted(context['dag'].params)}")
     rebuild = params["rebuild"]
     landing, lake = locations()
-    if not rebuild and not Path(landing).is_dir():
-        raise AirflowFailException(f"landing folder {landing} does not exist (Airflow Variable correlake_landing)")
+    if not rebuild:
+        try:
+            check_locations(landing, lake)
+        except UsageError as exc:
+            raise AirflowFailException(f"{exc} (Airflow Variables correlake_landing, correlake_lake)") from None
     as_of = as_of_millis(params.get("as_of"), context["dag_run"].run_type, context.get("data_interval_end"))
     print(f"landing {landing}, lake {lake}, as_of {as_of}, params {dict(params)}")
     if not rebuild and (warning := unread_warning(landing)):

@@ -3,48 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import math
-import os
 import signal
 import sys
 import threading
 import time
 import traceback
 
-from .config import (MAX_QUARANTINE_RATIO, STREAMS, ConfigError, default_driver_socket, demo_dir, parse_number,
-                     validate)
-
-EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
-
-
-class UsageError(Exception):
-    pass
-
-
-def _as_of(text: str) -> int:
-    from .parsing import BadRecord, parse_time
-
-    try:
-        return parse_time(int(text) if text.lstrip("-").isdigit() else text, "--as-of")
-    except BadRecord as exc:
-        raise argparse.ArgumentTypeError(f"{exc} (use ISO-8601 with an offset, or epoch millis)") from None
-
-
-def _number(low: float, high: float, what: str, kind=float):
-    """An argparse type: a finite number of `kind` (float or int) in [low, high]."""
-    def parse(text: str):
-        try:
-            return parse_number(text, kind, low, high, what)
-        except ConfigError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    return parse
-
-
-_ratio = _number(0.0, 1.0, "between 0 and 1")
-_hours = _number(0.0, math.inf, "a number of hours, 0 or more")
-_seconds = _number(0.0, math.inf, "a number of seconds, 0 or more")
-_count = _number(0, math.inf, "a whole number, 0 or more", int)
-_positive = _number(1, math.inf, "a whole number, 1 or more", int)
+from . import options
+from .config import MAX_QUARANTINE_RATIO, ConfigError, default_driver_socket, demo_dir, validate
+from .errors import EXIT_ERROR, EXIT_GATE, EXIT_OK, EXIT_USAGE, Terminated, UsageError
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,43 +20,36 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="ingest new landing files and update silver and gold")
     run.add_argument("--landing", required=True, help="landing folder (messages/, workflow_events/)")
-    run.add_argument("--lake", required=True, help="lake folder (Delta tables)")
-    run.add_argument("--as-of", type=_as_of, help="evaluate statuses at this time (ISO-8601 with offset)")
-    run.add_argument("--max-quarantine-ratio", type=_ratio, default=None,
+    options.add_lake(run)
+    run.add_argument("--max-quarantine-ratio", type=options.ratio, default=None,
                      help="fail when more than this share of the records read is quarantined "
                           f"(default: $CORRELAKE_MAX_QUARANTINE_RATIO, else {MAX_QUARANTINE_RATIO})")
-    run.add_argument("--wait", type=_seconds, default=0.0, metavar="SECONDS",
-                     help="wait this long for another run holding the lake's lock")
-    run.add_argument("--dry-run", action="store_true", help="run every stage and gate, publish nothing")
+    options.add_run_options(run)
     run.set_defaults(func=cmd_run)
 
     rebuild = sub.add_parser("rebuild", help="recompute silver and gold from bronze")
-    rebuild.add_argument("--lake", required=True, help="lake folder (Delta tables)")
-    rebuild.add_argument("--as-of", type=_as_of, help="evaluate statuses at this time (ISO-8601 with offset)")
-    rebuild.add_argument("--wait", type=_seconds, default=0.0, metavar="SECONDS",
-                         help="wait this long for another run holding the lake's lock")
-    rebuild.add_argument("--dry-run", action="store_true", help="run every stage and gate, publish nothing")
+    options.add_lake(rebuild)
+    options.add_run_options(rebuild)
     rebuild.set_defaults(func=cmd_run)
 
     demo = sub.add_parser("demo", help="write a sample landing and run the pipeline on it")
     demo.add_argument("--dir", default=str(demo_dir()), help="demo folder (landing/ and lake/)")
-    demo.add_argument("--hours", type=_positive, default=3, help="hours of sample traffic")
+    demo.add_argument("--hours", type=options.positive, default=3, help="hours of sample traffic")
     demo.add_argument("--seed", type=int, default=7)
     demo.set_defaults(func=cmd_demo)
 
     maintain = sub.add_parser("maintain", help="compact, purge deletion vectors, vacuum and checkpoint every table")
-    maintain.add_argument("--lake", required=True, help="lake folder (Delta tables)")
-    maintain.add_argument("--retain-hours", type=_hours, default=None,
+    options.add_lake(maintain)
+    maintain.add_argument("--retain-hours", type=options.hours, default=None,
                           help="VACUUM retention (default: Delta's 168 h; a smaller value overrides its check)")
     maintain.add_argument("--dry-run", action="store_true", help="change nothing; report what VACUUM would delete")
-    maintain.add_argument("--wait", type=_seconds, default=0.0, metavar="SECONDS",
-                          help="wait this long for a run holding the lake's lock")
+    options.add_wait(maintain)
     maintain.set_defaults(func=cmd_maintain)
 
     serve = sub.add_parser("serve", help="a long-lived Spark driver that runs take turns on (CORRELAKE_DRIVER)")
     serve.add_argument("--socket", default=str(default_driver_socket()),
                        help="Unix socket to listen on (default: $CORRELAKE_DRIVER, else <state>/driver.sock)")
-    serve.add_argument("--warm-up", type=_count, default=2, metavar="ROUNDS",
+    serve.add_argument("--warm-up", type=options.count, default=2, metavar="ROUNDS",
                        help="before serving, a synthetic first run and this many increments (0: none)")
     serve.set_defaults(func=cmd_serve)
 
@@ -111,14 +71,9 @@ def cmd_run(args) -> int:
     if rebuild and not Path(args.lake, "bronze").is_dir():
         raise UsageError(f"{args.lake} holds no bronze tables to rebuild from")
     if not rebuild:
-        if not Path(args.landing).is_dir():
-            raise UsageError(f"landing folder {args.landing} does not exist or is not a folder")
-        lake, landing_dir = Path(args.lake).resolve(), Path(args.landing).resolve()
-        if lake == landing_dir or any(landing_dir / stream in (lake, *lake.parents) for stream in STREAMS):
-            raise UsageError(f"the lake {args.lake} cannot be the landing folder {args.landing} or in its streams")
-        _lake_folder(Path(args.lake))
-        from .landing import unread_warning
+        from .landing import check_locations, unread_warning
 
+        check_locations(args.landing, args.lake)
         if warning := unread_warning(args.landing):
             print(warning, file=sys.stderr)
     started = time.perf_counter()
@@ -143,18 +98,6 @@ def cmd_run(args) -> int:
     if args.dry_run and not result.nothing_new:
         print("dry run: every gate passed; nothing was published")
     return EXIT_OK
-
-
-def _lake_folder(path) -> None:
-    """Create the lake folder if needed; a path that cannot be one is a usage error."""
-    if path.exists() and not path.is_dir():
-        raise UsageError(f"cannot use {path} as the lake folder: not a folder")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot use {path} as the lake folder: {exc.strerror}") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise UsageError(f"cannot use {path} as the lake folder: not writable")
 
 
 def cmd_demo(args) -> int:
@@ -187,7 +130,10 @@ def cmd_serve(args) -> int:
 
     from .driver import serve
 
-    serve(Path(args.socket).resolve(), args.warm_up)
+    try:
+        serve(Path(args.socket).resolve(), args.warm_up)
+    except Terminated:  # how a supervisor stops it
+        print("correlake driver: stopped by SIGTERM", flush=True)
     return EXIT_OK
 
 
@@ -208,29 +154,29 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         return _stopped(exc)
     except Exception as exc:  # set-up, driver and machine problems surface as a clear error, not a traceback
-        from .driver import DriverError
+        from .driver import DriverError, RemoteError
+        from .lake import UnreadableJournal
         from .session import SetupError
 
         if interrupt := _interrupt(exc):  # raised while it rolled back (a JVM stopped by the same signal)
             return _stopped(interrupt)
-        if isinstance(exc, (SetupError, DriverError)):
-            print(f"correlake: {exc}", file=sys.stderr)
-            return EXIT_USAGE
         if problem := _machine_problem(exc):
             print(f"correlake: {problem}; nothing of the run was published (what it had begun to write was "
                   "rolled back, or is by the next run)", file=sys.stderr)
             return EXIT_USAGE
-        traceback.print_exc()
+        if isinstance(exc, (SetupError, UnreadableJournal, DriverError)) and not isinstance(exc, RemoteError):
+            print(f"correlake: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        if isinstance(exc, RemoteError):  # its text holds the driver's traceback
+            print(exc, file=sys.stderr)
+        else:
+            traceback.print_exc()
         print(f"correlake: unexpected error ({type(exc).__name__}, traceback above); nothing of the run was "
               "published (a run that had begun to write is rolled back by the next)", file=sys.stderr)
         return EXIT_ERROR
     finally:
         if threading.current_thread() is threading.main_thread():
             signal.signal(signal.SIGTERM, on_sigterm)
-
-
-class Terminated(KeyboardInterrupt):
-    """SIGTERM (a supervisor, Airflow, systemd stopping the process), handled as Ctrl-C is."""
 
 
 def _stopped(interrupt: KeyboardInterrupt) -> int:

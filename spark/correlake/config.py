@@ -30,6 +30,7 @@ AIRFLOW_RUN_TIMEOUT_SECONDS = 6 * 3600  # a DAG run (one at a time) fails after 
 STAGED_RUN_MAX_AGE_SECONDS = 24 * 3600  # frames an abandoned Airflow run staged are deleted after this
 
 STREAMS = ("messages", "workflow_events")
+STAGES = ("bronze", "silver", "gold")  # in order, each followed by its gate
 
 # Lake layout: logical name -> path relative to the lake root.
 TABLES = {

@@ -34,6 +34,7 @@ from pathlib import Path
 from .config import driver_socket
 
 BACKLOG = 64  # callers waiting for the driver
+WATCH_SECONDS = 0.05  # how often a call's watcher looks whether its caller hung up; a call ends this much later
 READY = "correlake driver: serving"  # the line `serve` prints once it takes calls
 FREES_ITS_MEMORY = {"run"}  # pipeline.run releases its run's memory itself; after the others, the driver does
 
@@ -48,10 +49,10 @@ class CallerGone(BaseException):
 
 class _Call:
     """The call in progress, and a thread that stops it if its caller hangs up (a caller
-    sends nothing after its call, so the connection reads only once it is closed)."""
+    sends nothing after its call, so its connection reads only once it is closed)."""
 
     def __init__(self, conn):
-        self.running = True
+        self.running, self.gone = True, False
         self._watcher = threading.Thread(target=self._watch, args=(conn,), daemon=True)
 
     def __enter__(self):
@@ -60,14 +61,18 @@ class _Call:
 
     def __exit__(self, *exc) -> None:
         self.running = False
+        self._watcher.join()  # before the connection is closed: it reads no other
 
     def _watch(self, conn) -> None:
-        try:
-            conn.recv_bytes()
-        except (EOFError, OSError):
-            pass
-        if self.running:  # to the main thread, whose handler (`_stop_call`) raises CallerGone
+        while self.running:
+            try:
+                if not conn.poll(WATCH_SECONDS):
+                    continue
+            except (EOFError, OSError):
+                pass
+            self.gone = True  # to the main thread, whose handler (`_stop_call`) raises CallerGone
             signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
+            return
 
 
 _current: _Call | None = None
@@ -76,7 +81,7 @@ _current: _Call | None = None
 def _stop_call(signum, frame) -> None:
     from .session import interrupt_quietly
 
-    if _current is not None and _current.running:
+    if _current is not None and _current.running and _current.gone:  # not a late signal of an earlier call
         interrupt_quietly(CallerGone)(signum, frame)
 
 
@@ -101,12 +106,15 @@ def call(name: str, *args, **kwargs):
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             print(f"correlake: no driver serves {address} ({exc.strerror}); running in this process",
                   file=sys.stderr)
+        except (OSError, EOFError, AuthenticationError) as exc:  # a key of another driver, one just stopping
+            raise DriverError(f"cannot call the driver at {address} ({type(exc).__name__}: {exc}); "
+                              "try again, or unset CORRELAKE_DRIVER to run in this process") from None
         else:
             with conn:
-                conn.send((name, args, kwargs))
                 try:
+                    conn.send((name, args, kwargs))
                     ok, value = conn.recv()
-                except EOFError:
+                except (EOFError, OSError):
                     raise DriverError(f"the driver at {address} stopped during {name}; the lake's journal rolls "
                                       "back what it left unfinished at the next run") from None
             if ok:
@@ -130,6 +138,7 @@ def spawn(address: Path, log: Path, warm_up_rounds: int | None = None, env: dict
     while READY not in log.read_text():
         if process.poll() is not None or time.monotonic() > deadline:
             process.kill()
+            process.wait()
             raise DriverError(f"the driver did not start serving:\n{log.read_text()[-3000:]}")
         time.sleep(0.5)
     return process
@@ -141,16 +150,20 @@ def jvm_pid(process: subprocess.Popen) -> int | None:
     return int(found[0]) if found else None
 
 
+class RemoteError(DriverError):
+    """An error other than correlake's own, raised on the driver: its type, message and traceback."""
+
+
 def _portable(exc: BaseException) -> BaseException:
     """`exc` itself if it is one of correlake's errors (a failed gate, a busy lake...), else
-    a DriverError with its type, message and the driver's traceback."""
+    a RemoteError with its type, message and the driver's traceback."""
     if type(exc).__module__.startswith(f"{__package__}."):
         try:
             return pickle.loads(pickle.dumps(exc))
         except Exception:
             pass
     text = "".join(traceback.format_exception(exc))
-    return DriverError(f"the driver failed: {type(exc).__name__}: {exc}\n--- driver traceback ---\n{text}")
+    return RemoteError(f"the driver failed: {type(exc).__name__}: {exc}\n--- driver traceback ---\n{text}")
 
 
 def _listen(address: Path) -> Listener:
@@ -215,7 +228,7 @@ def _alive(spark) -> bool:
 
 def _serve_one(conn, spark, functions: dict) -> bool:
     """Run one caller's call and send back its result or error; False if Spark did not survive it."""
-    from .session import release
+    from .session import LOG_LEVEL, log_level, release
 
     try:
         name, args, kwargs = conn.recv()
@@ -235,6 +248,8 @@ def _serve_one(conn, spark, functions: dict) -> bool:
     if alive and name not in FREES_ITS_MEMORY:
         spark.catalog.clearCache()
         release(spark)
+    elif alive:  # a call stopped before its run let go would leave Spark's logging off
+        log_level(spark.sparkContext, LOG_LEVEL)
     print(f"correlake driver: {name} {'done' if reply[0] else 'failed'} in {time.perf_counter() - start:.1f} s",
           flush=True)
     try:
@@ -245,13 +260,13 @@ def _serve_one(conn, spark, functions: dict) -> bool:
 
 
 def serve(address: Path, warm_up_rounds: int) -> None:
-    """Start Spark, warm it up, then serve calls one at a time until SIGTERM or Ctrl-C;
-    stop with a DriverError if Spark's JVM dies, so that a supervisor starts a new driver."""
+    """Start Spark, warm it up, then serve calls one at a time until SIGTERM or Ctrl-C
+    (the caller's handlers: a call in progress is cancelled and rolled back); stop with a
+    DriverError if Spark's JVM dies, so that a supervisor starts a new driver."""
     from .session import get_spark
 
     listener = _listen(address)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-    signal.signal(signal.SIGUSR1, _stop_call)
+    on_sigusr1 = signal.signal(signal.SIGUSR1, _stop_call)
     try:
         spark = get_spark()
         if warm_up_rounds:
@@ -267,5 +282,6 @@ def serve(address: Path, warm_up_rounds: int) -> None:
                 if not _serve_one(conn, spark, functions):
                     raise DriverError("Spark's JVM is gone; the driver stops (start it again)")
     finally:
+        signal.signal(signal.SIGUSR1, on_sigusr1)
         listener.close()
         _key_path(address).unlink(missing_ok=True)

@@ -6,7 +6,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from .engine import correlate_partition
-from .schemas import ENGINE_OUT, GOLD, GOLD_TIMES
+from .schemas import ENGINE_OUT, GOLD, as_timestamps
 from .sequential import sequential_pass
 from .silver import millis
 from .sqlfiles import render
@@ -66,16 +66,12 @@ def run_engine(events: DataFrame, deployments: dict[str, list[dict]]) -> DataFra
     return sequential_pass(events, "_part", ["t", "rank", "grp", "position"], ENGINE_OUT, per_partition)
 
 
-def _timestamps(df: DataFrame, table: str) -> DataFrame:
-    times = GOLD_TIMES[table]
-    return df.select(*[F.timestamp_millis(c).alias(c) if c in times else F.col(c)
-                       for c in GOLD[table].fieldNames()])
-
-
 def gold_tables(engine_out: DataFrame, silver_messages: DataFrame, as_of_millis: int) -> dict[str, DataFrame]:
     """The four gold tables' rows for the partitions that were run."""
-    correlations = _timestamps(engine_out.where(F.col("correlation").isNotNull()).select("correlation.*"),
-                               "correlations")
+    def table(field: str, name: str) -> DataFrame:
+        return as_timestamps(engine_out.where(F.col(field).isNotNull()).select(f"{field}.*"), GOLD[name])
+
+    correlations = table("correlation", "correlations")
     counts = correlations.groupBy("message_key").agg(F.count("*").cast("int").alias("correlation_count"))
     messages = (silver_messages.join(counts, "message_key", "left")
                 .withColumn("correlation_count", F.coalesce("correlation_count", F.lit(0)))
@@ -85,8 +81,6 @@ def gold_tables(engine_out: DataFrame, silver_messages: DataFrame, as_of_millis:
     return {
         "correlations": correlations,
         "messages": messages,
-        "subscriptions": _timestamps(
-            engine_out.where(F.col("subscription").isNotNull()).select("subscription.*"), "subscriptions"),
-        "message_started_instances": _timestamps(
-            engine_out.where(F.col("instance").isNotNull()).select("instance.*"), "message_started_instances"),
+        "subscriptions": table("subscription", "subscriptions"),
+        "message_started_instances": table("instance", "message_started_instances"),
     }

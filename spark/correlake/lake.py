@@ -67,6 +67,24 @@ def _state(lake: str) -> Path:
     return path
 
 
+def lock_path(lake: str) -> Path:
+    return lake_state_dir(lake) / "lock"
+
+
+def journal_path(lake: str) -> Path:
+    return lake_state_dir(lake) / "inflight.json"
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write `path` whole or not at all (a full disk, a kill mid-write leave the old file)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text)
+        tmp.replace(path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -84,17 +102,30 @@ def _stale(holder: dict) -> bool:
 
 
 def _holder(path: Path) -> dict | None:
-    """Who holds the lock file at `path`: None if nobody (a stale lock is removed)."""
+    """Who holds the lock file at `path`: None if nobody (a stale or unreadable lock is removed)."""
     try:
-        holder = json.loads(path.read_text() or "{}")
+        holder = json.loads(path.read_text())
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):  # being written: held
-        return {}
-    if holder and _stale(holder):  # an empty file is being written: held
+    except (OSError, ValueError):  # a lock file is whole from its start (`_take`): not one of ours
+        holder = {}
+    if not isinstance(holder, dict) or _stale(holder):
         path.unlink(missing_ok=True)
         return None
     return holder
+
+
+def _take(path: Path, me: dict) -> bool:
+    """Create the lock file at `path` with its content in one step; False if it exists."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(json.dumps(me))
+        os.link(tmp, path)
+        return True
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def _busy(path: Path, holder: dict) -> LakeBusy:
@@ -105,7 +136,7 @@ def _busy(path: Path, holder: dict) -> LakeBusy:
 def check_free(lake: str) -> None:
     """LakeBusy now if a run holds the lake's lock: a quick answer before a slow start
     (`run_lock` still takes the lock)."""
-    path = lake_state_dir(lake) / "lock"
+    path = lock_path(lake)
     if (holder := _holder(path)) is not None:
         raise _busy(path, holder)
 
@@ -113,22 +144,16 @@ def check_free(lake: str) -> None:
 @contextmanager
 def run_lock(lake: str, wait_seconds: float = 0.0):
     """Hold the lake's lock: one run at a time. A lock left by a dead process is taken over."""
-    path = _state(lake) / "lock"
+    _state(lake)
+    path = lock_path(lake)
     me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
     deadline = time.time() + wait_seconds
-    while True:
-        try:
-            fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        except FileExistsError:
-            if (holder := _holder(path)) is None:
-                continue
-            if time.time() >= deadline:
-                raise _busy(path, holder) from None
-            time.sleep(1.0)
+    while not _take(path, me):
+        if (holder := _holder(path)) is None:
             continue
-        with os.fdopen(fd, "w") as f:
-            json.dump(me, f)
-        break
+        if time.time() >= deadline:
+            raise _busy(path, holder)
+        time.sleep(1.0)
     try:
         yield
     finally:
@@ -136,14 +161,14 @@ def run_lock(lake: str, wait_seconds: float = 0.0):
 
 
 # -- the run journal: all-or-nothing runs --------------------------------------------
-def _journal(lake: str) -> Path:
-    return _state(lake) / "inflight.json"
+class UnreadableJournal(RuntimeError):
+    """The journal of an unfinished run cannot be read: what it wrote cannot be rolled back."""
 
 
 def unfinished_run(lake: str) -> str | None:
     """The id of a run that began to write and did not finish (crashed, killed), if any."""
     try:
-        return json.loads((lake_state_dir(lake) / "inflight.json").read_text())["run_id"]
+        return json.loads(journal_path(lake).read_text())["run_id"]
     except (OSError, ValueError, KeyError):
         return None
 
@@ -151,24 +176,32 @@ def unfinished_run(lake: str) -> str | None:
 def begin(lake: str, run_id: str) -> None:
     """Record every table's version before the run writes anything."""
     versions = {name: version(table_path(lake, name)) for name in TABLES}
-    _journal(lake).write_text(json.dumps({"run_id": run_id, "versions": versions}))
+    _state(lake)
+    write_atomic(journal_path(lake), json.dumps({"run_id": run_id, "versions": versions}))
 
 
 def commit(lake: str) -> None:
-    _journal(lake).unlink(missing_ok=True)
+    journal_path(lake).unlink(missing_ok=True)
 
 
 def rollback(spark: SparkSession, lake: str) -> str | None:
     """Undo the writes of an unfinished run (crashed or failed); return its id."""
-    journal = _journal(lake)
+    journal = journal_path(lake)
     if not journal.exists():
         return None
-    entry = json.loads(journal.read_text())
-    for name, before in entry["versions"].items():
+    try:
+        entry = json.loads(journal.read_text())
+        run_id, versions = entry["run_id"], dict(entry["versions"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UnreadableJournal(
+            f"the journal of an unfinished run, {journal}, cannot be read ({exc}): its writes cannot be rolled "
+            "back. Look at each table's DESCRIBE HISTORY, RESTORE what that run wrote, then remove the "
+            "file") from None
+    for name, before in versions.items():
         path = table_path(lake, name)
         if before < 0:  # the run created the table, or began to (a log with no commit yet)
             shutil.rmtree(path, ignore_errors=True)
         elif version(path) != before:
             spark.sql(f"RESTORE TABLE delta.`{path}` TO VERSION AS OF {before}")
     journal.unlink()
-    return entry["run_id"]
+    return run_id

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .config import STREAMS
+from .errors import UsageError
 
 SUFFIXES = (".jsonl", ".jsonl.gz")
 HIDDEN = (".", "_")  # names Spark's file sources skip (and producers' usual temporary names)
@@ -23,6 +24,24 @@ class LandingFile:
     @property
     def identity(self) -> tuple:
         return (self.path, self.size, self.modified_at)
+
+
+def check_locations(landing: str, lake: str) -> None:
+    """UsageError unless `landing` is a folder, and `lake` is neither it nor inside its
+    streams and is a folder that can be written (created if need be)."""
+    if not Path(landing).is_dir():
+        raise UsageError(f"landing folder {landing} does not exist or is not a folder")
+    lake_dir, landing_dir = Path(lake).resolve(), Path(landing).resolve()
+    if lake_dir == landing_dir or any(landing_dir / stream in (lake_dir, *lake_dir.parents) for stream in STREAMS):
+        raise UsageError(f"the lake {lake} cannot be the landing folder {landing} or in its streams")
+    if lake_dir.exists() and not lake_dir.is_dir():
+        raise UsageError(f"cannot use {lake} as the lake folder: not a folder")
+    try:
+        lake_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot use {lake} as the lake folder: {exc.strerror}") from None
+    if not os.access(lake_dir, os.W_OK | os.X_OK):
+        raise UsageError(f"cannot use {lake} as the lake folder: not writable")
 
 
 def _scan(landing: str | Path, stream: str) -> tuple[list[str], list[tuple[str, str]]]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -20,6 +19,8 @@ from pyspark.sql import SparkSession
 
 from . import lake
 from .config import TABLES, WRITE_THREADS, table_path
+from .errors import EXIT_OK, EXIT_USAGE, UsageError
+from .session import run_concurrently
 
 DELTA_RETAIN_HOURS = 168  # Delta's default delta.deletedFileRetentionDuration
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
@@ -56,13 +57,13 @@ def maintain(spark: SparkSession, lake_dir: str, retain_hours: float | None = No
     result = Maintenance(lake_dir, retain_hours, dry_run)
     with lake.run_lock(lake_dir, wait_seconds):
         if dry_run:
-            result.pending_run = lake._journal(lake_dir).exists()
+            result.pending_run = lake.journal_path(lake_dir).exists()
         else:
             result.rolled_back = lake.rollback(spark, lake_dir)
         paths = {name: table_path(lake_dir, name) for name in TABLES if lake.is_table(table_path(lake_dir, name))}
-        with _retention_check_lifted(spark, retain_hours is not None), ThreadPoolExecutor(WRITE_THREADS) as pool:
-            result.tables = list(pool.map(lambda name: _table(spark, name, paths[name], retain_hours, dry_run),
-                                          paths))
+        with _retention_check_lifted(spark, retain_hours is not None):
+            result.tables = run_concurrently([lambda n=name: _table(spark, n, paths[n], retain_hours, dry_run)
+                                              for name in paths])
     result.seconds = round(time.perf_counter() - start, 2)
     return result
 
@@ -138,7 +139,6 @@ def _checkpoint(spark: SparkSession, path: str) -> None:
 
 def command(args) -> int:
     """`correlake maintain`: run it and print the summary; exit codes as `correlake run`'s."""
-    from .cli import EXIT_OK, EXIT_USAGE, UsageError
     from .session import get_spark
 
     if not os.path.isdir(args.lake):

@@ -10,8 +10,11 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from . import lake
+from .config import STAGES
+from .result import RunResult
 from .session import release
-from .stages import MemoryStore, RunResult, StagedRun
+from .stages import StagedRun
+from .store import MemoryStore
 
 __all__ = ["RunResult", "run"]
 
@@ -22,12 +25,12 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
     """Ingest what is new in `landing` (or, to rebuild, recompute silver and gold from
     bronze) and bring silver and gold up to date; with `dry_run`, stop after the gates."""
     with lake.run_lock(lake_dir, wait_seconds):
-        staged = StagedRun.prepare(spark, landing, lake_dir, lambda _: MemoryStore(), as_of,
-                                   max_quarantine_ratio, rebuild, dry_run)
+        staged = StagedRun.prepare(spark, landing, lake_dir, lambda _: MemoryStore(), as_of=as_of,
+                                   max_quarantine_ratio=max_quarantine_ratio, rebuild=rebuild, dry_run=dry_run)
         if isinstance(staged, RunResult):
             return staged
         try:
-            for stage in ("bronze", "silver", "gold"):
+            for stage in STAGES:
                 getattr(staged, stage)()
                 staged.check(stage)
             if dry_run:

@@ -8,7 +8,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from .cli import EXIT_OK, UsageError
+from . import options
+from .errors import EXIT_OK, UsageError
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 # Commands that only read (a query is not a command); anything else is refused.
@@ -19,10 +20,10 @@ def add_parser(sub) -> None:
     cmd = sub.add_parser("sql", help="query a lake's tables and analyst views with Spark SQL",
                          description="Run one read-only Spark SQL statement over the lake's tables (gold_messages, "
                                      "silver_messages, quarantine, runs, …) and the views of sql/views/.")
-    cmd.add_argument("--lake", required=True, help="lake folder")
+    options.add_lake(cmd)
     cmd.add_argument("query", nargs="?", help="the SQL (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN)")
     cmd.add_argument("--list", action="store_true", help="list the tables and views with the question each answers")
-    cmd.add_argument("--limit", type=int, default=50, help="rows to print (default 50)")
+    cmd.add_argument("--limit", type=options.positive, default=50, help="rows to print (default 50)")
     cmd.add_argument("--out", help="write every row to this file instead (.csv or .parquet)")
     cmd.add_argument("--format", choices=sorted(set(FORMATS.values())), help="file format of --out")
     cmd.set_defaults(func=main)
@@ -40,8 +41,6 @@ def main(args: argparse.Namespace) -> int:
         return EXIT_OK
     if not args.query:
         raise UsageError("give a query, or --list")
-    if args.limit < 1:
-        raise UsageError("--limit must be at least 1")
     fmt = _out_format(args.out, args.format) if args.out else None
     try:
         catalog.require_gold(args.lake)

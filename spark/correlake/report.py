@@ -16,9 +16,9 @@ from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
 
-from . import charts
-from .cli import EXIT_OK, UsageError
+from . import charts, options
 from .config import data_docs_dir, default_max_quarantine_ratio, expectations_dir
+from .errors import EXIT_OK, UsageError
 
 TIME = "'yyyy-MM-dd HH:mm'"
 # Latency histogram: upper bounds (seconds) and labels; 0 s has its own bucket.
@@ -87,7 +87,7 @@ QUERIES = {
 
 def add_parser(sub) -> None:
     cmd = sub.add_parser("report", help="write a self-contained HTML report with charts on a lake")
-    cmd.add_argument("--lake", required=True, help="lake folder")
+    options.add_lake(cmd)
     cmd.add_argument("--out", default="report.html", help="HTML file to write (default report.html)")
     cmd.set_defaults(func=main)
 

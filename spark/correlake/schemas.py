@@ -30,6 +30,8 @@ STREAM_FIELDS = {"messages": MESSAGE_FIELDS, "workflow_events": WORKFLOW_FIELDS}
 STREAM_TIME = {"messages": "published_at", "workflow_events": "timestamp"}
 INGESTED_FILE = (("stream", S), ("path", S), ("size", L), ("modified_at", L), ("lines", L))
 INGESTED_FILES = struct(*INGESTED_FILE, ("_ingested_at", T), ("_run_id", S))
+RUNS = struct(("run_id", S), ("started_at", T), ("finished_at", T), ("files", L), ("records_read", L),
+              ("quarantined", L), ("max_event_time", T), ("as_of", T), ("summary", S))
 
 CORRELATION = struct(
     ("message_key", L), ("tenant_id", S), ("message_name", S), ("correlation_key", S),
@@ -74,6 +76,14 @@ GOLD_TIMES = {name: [f.name for f in schema.fields if f.dataType == T] for name,
 def with_millis(schema: StructType) -> StructType:
     """The same schema with TIMESTAMP columns as epoch-millis BIGINT (engine output)."""
     return StructType([StructField(f.name, L if f.dataType == T else f.dataType, True) for f in schema.fields])
+
+
+def as_timestamps(df, schema: StructType):
+    """`df`, a frame of `with_millis(schema)`'s columns, as a frame of `schema`."""
+    from pyspark.sql import functions as F
+
+    return df.select(*[F.timestamp_millis(f.name).alias(f.name) if f.dataType == T else F.col(f.name)
+                       for f in schema.fields])
 
 
 ENGINE_OUT = StructType([

@@ -7,9 +7,10 @@ import os
 import signal
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .config import SparkSettings, state_dir
+from .config import WRITE_THREADS, SparkSettings, state_dir
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 LOG_LEVEL = "ERROR"
@@ -111,3 +112,16 @@ def release(spark) -> None:
     log_level(spark.sparkContext, LOG_LEVEL)
     gc.collect()
     spark.sparkContext._jvm.System.gc()
+
+
+def run_concurrently(tasks: list, threads: int = WRITE_THREADS) -> list:
+    """Call each of `tasks` (Spark actions) on a few threads; their results, in order.
+    At the first failure or interrupt, the tasks not started yet are not started."""
+    with ThreadPoolExecutor(threads) as pool:
+        futures = [pool.submit(task) for task in tasks]
+        try:
+            return [future.result() for future in futures]
+        except BaseException:
+            for future in futures:
+                future.cancel()
+            raise

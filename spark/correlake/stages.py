@@ -3,9 +3,8 @@
 Only `publish` writes lake tables, all at once and journalled; every stage before it
 reads the lake at the table versions `prepare` recorded (Delta time travel), so a run
 is computed against one snapshot and publishing refuses a lake that moved meanwhile.
-The CLI runs the stages in one process with frames kept in memory (`MemoryStore`);
-Airflow runs each as a task, with frames staged as Parquet under
-`<lake>/_state/runs/<run_id>/` (`DiskStore`). Both call the same `StagedRun` methods.
+The CLI runs the stages in one process with frames kept in memory, Airflow each as a
+task with frames staged on disk (`store.py`); both call the same `StagedRun` methods.
 """
 
 from __future__ import annotations
@@ -15,142 +14,26 @@ import math
 import shutil
 import time
 import uuid
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from . import bronze, gates, gold, lake, scope, silver
 from .config import (AIRFLOW_LOCK_WAIT_SECONDS, GOLD_TABLES, STAGED_RUN_MAX_AGE_SECONDS, STREAMS, TABLES,
-                     WRITE_THREADS, default_max_quarantine_ratio, lake_state_dir, table_path)
+                     default_max_quarantine_ratio, table_path)
 from .gates import GateFailed
-from .landing import LandingFile, new_files
+from .landing import new_files
 from .merge import refresh_statuses, restate
-from .schemas import GOLD, GOLD_KEYS, INGESTED_FILE, INGESTED_FILES, KEY_GROUPS, SCOPE, L, S, T, struct
-
-RUNS = struct(("run_id", S), ("started_at", T), ("finished_at", T), ("files", L), ("records_read", L),
-              ("quarantined", L), ("max_event_time", T), ("as_of", T), ("summary", S))
+from .result import RunResult
+from .schemas import (GOLD, GOLD_KEYS, INGESTED_FILE, INGESTED_FILES, KEY_GROUPS, RUNS, SCOPE, as_timestamps, struct,
+                      with_millis)
+from .session import run_concurrently
+from .store import DiskStore, Plan, staged_runs_dir
 
 
 class LakeMoved(RuntimeError):
     """Another run published since this run was prepared."""
-
-
-@dataclass
-class RunResult:
-    run_id: str | None
-    files: int = 0
-    records_read: int = 0
-    quarantined: dict = field(default_factory=dict)  # reason -> lines
-    first_quarantined: dict = field(default_factory=dict)  # reason -> "file:line" of its first line
-    replays: int = 0
-    new_messages: int = 0
-    new_workflow_events: int = 0
-    touched_groups: int = 0
-    correlations: int = 0
-    as_of: int | None = None
-    max_event_time: int | None = None
-    deployments: int = 0
-    lines: dict = field(default_factory=dict)
-    timings: dict = field(default_factory=dict)
-    nothing_new: bool = False  # no new landing file: at most a status refresh (as_of_before set)
-    as_of_before: int | None = None  # nothing new: the as_of gold's statuses were at, when as_of moved
-    rebuild: bool = False
-    rolled_back: str | None = None  # the unfinished run this one rolled back first
-    started_at: int = field(default_factory=lambda: int(time.time() * 1000))  # epoch millis
-
-    @property
-    def quarantined_total(self) -> int:
-        return sum(self.quarantined.values())
-
-    def top_quarantine_reasons(self, n: int) -> list[tuple[str, int, str | None]]:
-        """The n most frequent reasons: (reason, lines, where its first line is)."""
-        top = sorted(self.quarantined.items(), key=lambda kv: -kv[1])[:n]
-        return [(reason, count, self.first_quarantined.get(reason)) for reason, count in top]
-
-
-@dataclass
-class Plan:
-    """What a run works on: its files, its snapshot of the lake, its settings, its result so far."""
-    run_id: str
-    files: list[LandingFile]
-    versions: dict[str, int]
-    max_quarantine_ratio: float
-    last_event_time: int | None
-    result: RunResult
-
-    def to_json(self) -> str:
-        return json.dumps({**asdict(self), "files": [asdict(f) for f in self.files]})
-
-    @classmethod
-    def from_json(cls, text: str) -> Plan:
-        raw = json.loads(text)
-        return cls(raw["run_id"], [LandingFile(**f) for f in raw["files"]], raw["versions"],
-                   raw["max_quarantine_ratio"], raw["last_event_time"], RunResult(**raw["result"]))
-
-
-# -- where a run's frames live between stages ------------------------------------------
-class MemoryStore:
-    """Frames kept in the Spark session, checkpointed or as views of checkpointed ones:
-    one process runs every stage."""
-
-    def __init__(self):
-        self._frames: dict[str, DataFrame] = {}
-
-    def put(self, name: str, df: DataFrame, narrow: bool = False) -> DataFrame:
-        """Keep `df`, checkpointed; a `narrow` frame (rows and columns of checkpointed
-        frames) is kept as it is: reading it again costs a scan, copying it memory."""
-        self._frames[name] = df if narrow else df.localCheckpoint()
-        return self._frames[name]
-
-    def get(self, spark: SparkSession, name: str) -> DataFrame:
-        return self._frames[name]
-
-    def save_plan(self, plan: Plan) -> None:
-        """Nothing to do: the plan lives in the caller's StagedRun."""
-
-    def clear(self) -> None:
-        self._frames.clear()
-
-
-class DiskStore:
-    """Frames staged as Parquet under the run's folder: each stage may be its own process."""
-
-    def __init__(self, root: Path):
-        self.root = root
-
-    def put(self, name: str, df: DataFrame, narrow: bool = False) -> DataFrame:
-        """Write `df` (narrow or not: the next stage may be another process)."""
-        path = str(self.root / name)
-        df.write.mode("overwrite").parquet(path)
-        return df.sparkSession.read.parquet(path)
-
-    def get(self, spark: SparkSession, name: str) -> DataFrame:
-        return spark.read.parquet(str(self.root / name))
-
-    def save_plan(self, plan: Plan) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / "plan.json.tmp"
-        tmp.write_text(plan.to_json())
-        tmp.replace(self.root / "plan.json")
-
-    def has_plan(self) -> bool:
-        return (self.root / "plan.json").exists()
-
-    def load_plan(self) -> Plan:
-        if not self.has_plan():
-            raise FileNotFoundError(f"no staged run at {self.root} (discarded, published, or never prepared)")
-        return Plan.from_json((self.root / "plan.json").read_text())
-
-    def clear(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
-def staged_runs_dir(lake_dir: str) -> Path:
-    return lake_state_dir(lake_dir) / "runs"
 
 
 class StagedRun:
@@ -330,9 +213,7 @@ class StagedRun:
     def _write(self) -> None:
         spark, result = self.spark, self.result
         writes = self._rebuild_writes() if result.rebuild else self._incremental_writes()
-        with ThreadPoolExecutor(WRITE_THREADS) as pool:
-            for future in [pool.submit(write) for write in writes]:
-                future.result()
+        run_concurrently(writes)
         if result.as_of is not None and not result.rebuild:
             refresh_statuses(spark, table_path(self.lake_dir, "messages"), result.as_of)
         lake.append(_run_row(spark, result), self.lake_dir, "runs", self.run_id)
@@ -379,8 +260,9 @@ def prepare(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int 
     """Plan a staged run; its id, or the `nothing_new` result when there is nothing new."""
     _forget_old_staged_runs(lake_dir)
     with lake.run_lock(lake_dir, wait_seconds):
-        staged = StagedRun.prepare(spark, landing, lake_dir, lambda run_id: DiskStore(
-            staged_runs_dir(lake_dir) / run_id), as_of, max_quarantine_ratio, rebuild, dry_run)
+        staged = StagedRun.prepare(spark, landing, lake_dir,
+                                   lambda run_id: DiskStore(staged_runs_dir(lake_dir) / run_id), as_of=as_of,
+                                   max_quarantine_ratio=max_quarantine_ratio, rebuild=rebuild, dry_run=dry_run)
     return staged.run_id if isinstance(staged, StagedRun) else staged
 
 
@@ -396,8 +278,10 @@ def check(spark: SparkSession, lake_dir: str, run_id: str, gate: str) -> None:
 def publish(spark: SparkSession, lake_dir: str, run_id: str,
             wait_seconds: float = AIRFLOW_LOCK_WAIT_SECONDS) -> RunResult:
     with lake.run_lock(lake_dir, wait_seconds):
-        lake.rollback(spark, lake_dir)
-        return StagedRun.load(spark, lake_dir, run_id).publish()
+        rolled_back = lake.rollback(spark, lake_dir)  # an earlier try of this publish, killed
+        result = StagedRun.load(spark, lake_dir, run_id).publish()
+    result.rolled_back = rolled_back or result.rolled_back  # else the one `prepare` rolled back
+    return result
 
 
 def is_staged(lake_dir: str, run_id: str) -> bool:
@@ -412,7 +296,11 @@ def _forget_old_staged_runs(lake_dir: str) -> None:
     root = staged_runs_dir(lake_dir)
     if root.is_dir():
         for staged in root.iterdir():
-            if time.time() - staged.stat().st_mtime > STAGED_RUN_MAX_AGE_SECONDS:
+            try:
+                age = time.time() - staged.stat().st_mtime
+            except FileNotFoundError:  # discarded meanwhile by another run
+                continue
+            if age > STAGED_RUN_MAX_AGE_SECONDS:
                 shutil.rmtree(staged, ignore_errors=True)
 
 
@@ -511,15 +399,10 @@ def _known_positions(known: DataFrame, history: dict, parsed: DataFrame) -> Data
 
 
 def _run_row(spark, result: RunResult) -> DataFrame:
+    """The run's row of `_meta/runs`."""
     summary = json.dumps({"quarantined": result.quarantined, "timings": result.timings,
                           "touched_groups": result.touched_groups, "replays": result.replays,
                           "rebuild": result.rebuild, "as_of_before": result.as_of_before})
-    return spark.createDataFrame(
-        [(result.run_id, result.started_at, result.files, result.records_read, result.quarantined_total,
-          result.max_event_time, result.as_of, summary)],
-        "run_id string, started_at bigint, files bigint, records_read bigint, quarantined bigint, "
-        "max_event_time bigint, as_of bigint, summary string",
-    ).select("run_id", F.timestamp_millis("started_at").alias("started_at"),
-             F.current_timestamp().alias("finished_at"),
-             "files", "records_read", "quarantined", F.timestamp_millis("max_event_time").alias("max_event_time"),
-             F.timestamp_millis("as_of").alias("as_of"), "summary")
+    row = (result.run_id, result.started_at, int(time.time() * 1000), result.files, result.records_read,
+           result.quarantined_total, result.max_event_time, result.as_of, summary)
+    return as_timestamps(spark.createDataFrame([row], with_millis(RUNS)), RUNS)

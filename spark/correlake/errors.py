@@ -1,0 +1,13 @@
+"""What a correlake command can end with: its exit codes and the errors that map to them."""
+
+from __future__ import annotations
+
+EXIT_OK, EXIT_GATE, EXIT_USAGE, EXIT_ERROR = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    """A command given what it cannot work with (a missing folder, a bad option): exit 2."""
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (a supervisor, Airflow, systemd stopping the process), handled as Ctrl-C is."""
