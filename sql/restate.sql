@@ -2,7 +2,7 @@
 -- {changes} holds, for those keys only, every row as it must now be (_op = 'U')
 -- and the key of every row that must go (_op = 'D'). Rows that are already right
 -- are not rewritten.
-MERGE INTO delta.`{target}` AS t
+MERGE INTO {target} AS t
 USING {changes} AS s
 ON {match}
 WHEN MATCHED AND s._op = 'D' THEN DELETE

@@ -9,6 +9,7 @@ import pytest
 from correlake import cli, lake, pipeline
 from correlake.config import TABLES, table_path
 from correlake.maintain import RETENTION_CHECK, maintain
+from correlake.sqlfiles import delta_table
 from correlake.workload import BASE_MS, generate
 from helpers import versions
 
@@ -28,9 +29,10 @@ def contents(spark, lake_dir, version: dict | None = None) -> dict:
 
 @pytest.fixture(scope="module")
 def lake_dir(spark, tmp_path_factory):
-    """Two hourly runs; the second restates gold rows of the first (deletion vectors)."""
+    """Two hourly runs; the second restates gold rows of the first (deletion vectors). The
+    lake's name has a space and a backtick: each statement that names a table quotes it."""
     root = tmp_path_factory.mktemp("maintain")
-    landing, lake_dir = root / "landing", str(root / "lake")
+    landing, lake_dir = root / "landing", str(root / "the `lake`")
     generate(landing, 300, 300, "uniform", seed=1, files=2)
     pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
     generate(landing, 60, 60, "uniform", seed=2, files=2, first_position=10 ** 6, start_ms=BASE_MS + 3_600_000,
@@ -78,7 +80,7 @@ def test_explicit_zero_retention_vacuums_and_rolls_back_first(spark, lake_dir, c
     assert all(t.on_disk[1] == t.files[1] for t in tables.values())  # only active files are left
     assert spark.conf.get(RETENTION_CHECK) == "true"  # the check was lifted for that maintenance only
     with pytest.raises(Exception, match="DELTA_VACUUM_RETENTION_PERIOD_TOO_SHORT"):
-        spark.sql(f"VACUUM delta.`{table_path(lake_dir, 'messages')}` RETAIN 0 HOURS")
+        spark.sql(f"VACUUM {delta_table(table_path(lake_dir, 'messages'))} RETAIN 0 HOURS")
     with pytest.raises(Exception):  # the price of zero retention: the compacted-away files are gone
         spark.read.format("delta").option("versionAsOf", old["messages"]).load(
             table_path(lake_dir, "messages")).collect()

@@ -54,6 +54,9 @@ def test_message_defaults():
     assert record["ttl_ms"] == 3_600_000 and record["tenant_id"] == "<default>"
     assert record["message_id"] is None and record["variables"] == "{}"
     assert parse_line("messages", msg(message_id="", tenant_id=""))[0]["message_id"] is None
+    nulls = parse_line("messages", msg(ttl_ms=None, message_id=None, variables=None, tenant_id=None))[0]
+    assert (nulls["ttl_ms"], nulls["message_id"], nulls["variables"], nulls["tenant_id"]) == (
+        3_600_000, None, "{}", "<default>")
     assert len(digest) == 32
 
 
@@ -123,6 +126,12 @@ def test_subscription_defaults():
     assert record["interrupting"] is True  # only read for boundary events and event subprocesses
     record, _ = parse_line("workflow_events", ev(interrupting=False))
     assert record["interrupting"] is False
+    record, _ = parse_line("workflow_events", ev(interrupting=None, tenant_id=""))
+    assert record["interrupting"] is True and record["tenant_id"] == "<default>"
+    deployed = {"position": 3, "type": "PROCESS_DEPLOYED", "timestamp": 1, "bpmn_process_id": "p", "process_version": 2}
+    for starts in ({}, {"message_start_events": None}):
+        assert parse_line("workflow_events", json.dumps({**deployed, **starts}).encode())[0][
+            "message_start_events"] == []
     record, _ = parse_line("workflow_events", ev(bpmn_process_id="", position=-2**63))
     assert record["bpmn_process_id"] == "" and record["position"] == -2**63  # only names must be non-empty
 

@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 from .engine import correlate_partition
 from .schemas import ENGINE_OUT, GOLD, as_timestamps
 from .sequential import sequential_pass
-from .silver import millis
+from .silver import millis, pair_key
 from .sqlfiles import render
 
 _KINDS = {"SUBSCRIPTION_OPENED": "O", "ELEMENT_LEFT": "L", "INSTANCE_ENDED": "E"}
@@ -19,7 +19,7 @@ ENGINE_COLUMNS = ["_part", "kind", "t", "rank", "grp", "position", "tenant_id", 
 
 
 def _part():
-    return F.concat_ws("\u0000", "tenant_id", "label")
+    return pair_key("tenant_id", "label")
 
 
 def engine_input(messages: DataFrame, routed_events: DataFrame) -> DataFrame:

@@ -15,6 +15,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from .config import LOCK_STALE_SECONDS, TABLES, lake_state_dir, table_path
+from .sqlfiles import delta_table
 
 
 class LakeBusy(RuntimeError):
@@ -202,6 +203,6 @@ def rollback(spark: SparkSession, lake: str) -> str | None:
         if before < 0:  # the run created the table, or began to (a log with no commit yet)
             shutil.rmtree(path, ignore_errors=True)
         elif version(path) != before:
-            spark.sql(f"RESTORE TABLE delta.`{path}` TO VERSION AS OF {before}")
+            spark.sql(f"RESTORE TABLE {delta_table(path)} TO VERSION AS OF {before}")
     journal.unlink()
     return run_id

@@ -21,6 +21,7 @@ from . import lake
 from .config import TABLES, WRITE_THREADS, table_path
 from .errors import EXIT_OK, EXIT_USAGE, UsageError
 from .session import run_concurrently
+from .sqlfiles import delta_table
 
 DELTA_RETAIN_HOURS = 168  # Delta's default delta.deletedFileRetentionDuration
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
@@ -86,13 +87,13 @@ def _table(spark: SparkSession, name: str, path: str, retain_hours: float | None
     detail = _measure(spark, path, report)
     retain = "" if retain_hours is None else f" RETAIN {retain_hours:g} HOURS"
     if dry_run:
-        report.vacuumed = spark.sql(f"VACUUM delta.`{path}`{retain} DRY RUN").count()
+        report.vacuumed = spark.sql(f"VACUUM {delta_table(path)}{retain} DRY RUN").count()
     else:
-        _rewrite(spark, f"OPTIMIZE delta.`{path}`", report)
+        _rewrite(spark, f"OPTIMIZE {delta_table(path)}", report)
         if "deletionVectors" in detail["tableFeatures"]:  # what OPTIMIZE left: single files with few deletes
-            _rewrite(spark, f"REORG TABLE delta.`{path}` APPLY (PURGE)", report)
+            _rewrite(spark, f"REORG TABLE {delta_table(path)} APPLY (PURGE)", report)
         files_before_vacuum = _files(path)[0]
-        spark.sql(f"VACUUM delta.`{path}`{retain}")
+        spark.sql(f"VACUUM {delta_table(path)}{retain}")
         report.vacuumed = files_before_vacuum - _files(path)[0]
         _checkpoint(spark, path)
         _measure(spark, path, report)
@@ -101,7 +102,7 @@ def _table(spark: SparkSession, name: str, path: str, retain_hours: float | None
 
 
 def _measure(spark: SparkSession, path: str, report: TableReport) -> dict:
-    detail = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first().asDict()
+    detail = spark.sql(f"DESCRIBE DETAIL {delta_table(path)}").first().asDict()
     on_disk, log_files = _files(path)
     report.files.append(detail["numFiles"])
     report.bytes.append(detail["sizeInBytes"])

@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from .hints import broadcast_if_small
 from .schemas import SCOPE
-from .sqlfiles import render, timestamp_literal
+from .sqlfiles import delta_table, render, timestamp_literal
 
 _views = itertools.count()
 
@@ -33,7 +33,7 @@ def restate(spark: SparkSession, target_path: str, rows: DataFrame, scope: DataF
     try:
         spark.sql(render(
             "restate",
-            target=target_path,
+            target=delta_table(target_path),
             changes=view,
             match=" AND ".join(f"t.`{k}` = s.`{k}`" for k in keys),
             unchanged=" AND ".join(f"t.`{c}` <=> s.`{c}`" for c in columns),
@@ -48,5 +48,5 @@ def restate(spark: SparkSession, target_path: str, rows: DataFrame, scope: DataF
 def refresh_statuses(spark: SparkSession, target_path: str, as_of_millis: int) -> None:
     """Re-evaluate gold/messages statuses at `as_of` (only rows whose as_of differs)."""
     as_of = timestamp_literal(as_of_millis)
-    spark.sql(render("refresh_message_status", target=target_path, as_of=as_of,
+    spark.sql(render("refresh_message_status", target=delta_table(target_path), as_of=as_of,
                      status=render("message_status", as_of=as_of)))

@@ -27,13 +27,19 @@ def millis(column: str):
     return F.unix_millis(F.col(column))
 
 
+def pair_key(first: str, second: str):
+    """One text per pair of string columns, distinct for distinct pairs: `first`'s length
+    leads (a separator could also occur in the values: "a␀b"+"c" and "a"+"b␀c")."""
+    return F.concat(F.length(first).cast("string"), F.lit(":"), F.col(first), F.col(second))
+
+
 def accepted_messages(messages: DataFrame) -> DataFrame:
     """Silver messages: every distinct message with `duplicate_of` (null when accepted).
 
     `messages`: distinct bronze messages, covering whole (tenant_id, correlation_key)s.
     """
     shaped = messages.select(*[millis(c).alias(c) if c == "published_at" else F.col(c) for c in _DEDUP_IN])
-    shaped = shaped.withColumn("_key", F.concat_ws("\u0000", "tenant_id", "correlation_key"))
+    shaped = shaped.withColumn("_key", pair_key("tenant_id", "correlation_key"))
 
     def per_key(_, rows):
         for position, duplicate_of in dedup_messages(rows):

@@ -20,3 +20,8 @@ def render(name: str, **params) -> str:
 
 def timestamp_literal(millis: int) -> str:
     return f"timestamp_millis({int(millis)})"
+
+
+def delta_table(path: str) -> str:
+    """The Delta table at `path` as Spark SQL names it: delta.`<path>` (backticks doubled)."""
+    return "delta.`" + path.replace("`", "``") + "`"

@@ -1,0 +1,102 @@
+"""Hand-written cases through the real pipeline, each under its own tenant, in two runs:
+what the engine-level tests of test_rules.py cannot see — late data that moves a
+correlation to another key (rule 4), tenants kept apart by the Spark partitioning
+(rules 3a, 5, 7, 19), gold/messages' columns and the contract's defaults, and the
+default as_of (rule 23)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from correlake import pipeline
+from helpers import read_gold, write_jsonl
+from records import S, deploy, ended, left, msg, sub
+
+PUBLISHED = datetime(2025, 12, 31, 23, 0, 0, 500_000, tzinfo=timezone.utc)  # "2026-01-01T00:00:00.5+01:00"
+AS_OF = PUBLISHED + timedelta(seconds=10)  # the latest event time: a workflow event's
+NUL_TENANTS = ("a", "a\u0000b")  # tenant + key texts that a separator would run together
+
+RUN_1 = (
+    [msg(1, 4, "m", "k1", tenant="late"),
+     msg(10, 2, "m", "k", tenant="A"), msg(11, 3, "s", "x", tenant="A"), msg(12, 3, "s", "x", tenant="B"),
+     msg(20, 5, "z", "b\u0000c", tenant="a"), msg(21, 6, "m", "c", tenant="a\u0000b"),
+     msg(22, 7, "z", "b\u0000c", mid="id1", tenant="a"), msg(23, 8, "z", "c", mid="id1", tenant="a\u0000b"),
+     {"position": 30, "name": "m", "correlation_key": 7, "published_at": "2026-01-01T00:00:00.5+01:00",
+      "message_id": "", "variables": None, "tenant_id": None, "ttl_ms": None},
+     {"position": 31, "name": "m", "correlation_key": "k", "published_at": "2026-01-02T00:00:00Z",
+      "ttl_ms": -1}],  # quarantined: its time does not count for as_of
+    [sub(1, 2, "e", "m", "k1", etype="RECEIVE_TASK", tenant="late"),
+     sub(10, 0, "e", "m", "k", tenant="A"), left(11, 1, "e", tenant="B"), ended(12, 1, "i", tenant="B"),
+     deploy(13, 0, "q", starts=("s",), tenant="A"), deploy(14, 0, "q", starts=("s",), tenant="B"),
+     deploy(20, 0, "p", starts=("m",), tenant="a"),
+     {"position": 30, "type": "ELEMENT_LEFT", "timestamp": AS_OF.isoformat(), "element_instance_key": "none"}],
+)
+RUN_2 = (  # late data: a boundary event on the same element, opened before run 1's receive task
+    [msg(2, 3, "c", "k2", tenant="late")],
+    [sub(2, 1, "e", "c", "k2", etype="BOUNDARY_EVENT", tenant="late")],
+)
+
+
+@pytest.fixture(scope="module")
+def gold(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("cases")
+    lake = str(root / "lake")
+    for n, (messages, events) in enumerate((RUN_1, RUN_2)):
+        write_jsonl(root / "landing" / "messages" / f"{n}.jsonl", messages)
+        write_jsonl(root / "landing" / "workflow_events" / f"{n}.jsonl", events)
+        pipeline.run(spark, str(root / "landing"), lake, max_quarantine_ratio=1.0)
+    return read_gold(spark, lake)
+
+
+def rows(gold, table: str, tenant: str) -> list[dict]:
+    return sorted((r for r in gold[table] if r["tenant_id"] == tenant), key=lambda r: sorted(r.items()))
+
+
+def test_late_data_moves_a_correlation_to_another_key_of_the_same_element(gold):
+    """Run 1 correlated message 1 (key k1) to the receive task; run 2 brings an earlier
+    interrupting boundary event (key k2) whose message correlates first: message 1's
+    correlation is deleted, the receive task's subscription closed as a sibling."""
+    assert [(c["message_key"], c["element_instance_key"], c["correlated_at"])
+            for c in rows(gold, "correlations", "late")] == [(2, "e", 3 * S)]
+    subs = {s["message_name"]: (s["closed_at"], s["close_reason"], s["correlation_count"])
+            for s in rows(gold, "subscriptions", "late")}
+    assert subs == {"c": (3 * S, "CORRELATED", 1), "m": (3 * S, "SIBLING_CORRELATED", 0)}
+    assert {m["message_key"]: (m["status"], m["correlation_count"]) for m in rows(gold, "messages", "late")} == {
+        1: ("EXPIRED", 0), 2: ("CORRELATED", 1)}
+
+
+def test_workflow_events_and_start_locks_stay_in_their_tenant(gold):
+    """Tenant B's ELEMENT_LEFT and INSTANCE_ENDED for the same keys leave A's subscription
+    open; the same start event in A and B starts one instance in each."""
+    assert [(c["message_key"], c["element_instance_key"]) for c in rows(gold, "correlations", "A")
+            if c["subscription_type"] == "CATCH"] == [(10, "e")]
+    assert [(s["close_reason"], s["closed_at"]) for s in rows(gold, "subscriptions", "A")] == [("CORRELATED", 2 * S)]
+    assert [(i["tenant_id"], i["process_instance_key"], i["ended_at"])
+            for tenant in "AB" for i in rows(gold, "message_started_instances", tenant)] == [
+        ("A", "msg-start:q:11", None), ("B", "msg-start:q:12", None)]
+
+
+def test_tenant_and_key_are_never_run_together(gold):
+    """Tenant "a" with key "b␀c" and tenant "a␀b" with key "c": neither sees the other's
+    deployments, and equal message ids in the two are no duplicates."""
+    for tenant in NUL_TENANTS:
+        assert rows(gold, "correlations", tenant) == [] and rows(gold, "message_started_instances", tenant) == []
+    statuses = {m["message_key"]: (m["status"], m["duplicate_of"]) for t in NUL_TENANTS
+                for m in rows(gold, "messages", t)}
+    assert statuses == {20: ("EXPIRED", None), 21: ("EXPIRED", None), 22: ("EXPIRED", None),
+                        23: ("EXPIRED", None)}
+
+
+def test_a_message_row_carries_the_contracts_defaults_and_the_default_as_of(gold):
+    """Null tenant, message id "" and null TTL and variables take their defaults; a number
+    key is its text; as_of is the latest event time of every valid record, here a workflow
+    event's (the quarantined message's later time does not count)."""
+    [row] = rows(gold, "messages", "<default>")
+    published = int(PUBLISHED.timestamp() * 1000)
+    assert row == {"message_key": 30, "tenant_id": "<default>", "name": "m", "correlation_key": "7",
+                   "message_id": None, "published_at": published, "ttl_ms": 3_600_000,
+                   "deadline": published + 3_600_000, "variables": "{}", "status": "BUFFERED", "duplicate_of": None,
+                   "correlation_count": 0, "as_of": int(AS_OF.timestamp() * 1000)}
+    assert {r["as_of"] for r in gold["messages"]} == {row["as_of"]}
