@@ -152,33 +152,30 @@ def test_without_a_driver_the_call_runs_in_this_process(demo_lake, tmp_path, mon
     assert f"no driver serves {tmp_path / 'nobody.sock'}" in capsys.readouterr().err
 
 
-def test_a_driver_gone_mid_call_is_a_clear_error(tmp_path, monkeypatch):
-    socket = tmp_path / "gone.sock"
-    socket.with_name("gone.sock.key").write_bytes(b"k" * 32)
-    listener = Listener(str(socket), family="AF_UNIX", authkey=b"k" * 32)
+def _accept_and_die(listener: Listener) -> None:
+    with listener.accept() as conn:
+        conn.recv()
 
-    def accept_and_die():
-        with listener.accept() as conn:
-            conn.recv()
 
-    thread = threading.Thread(target=accept_and_die)
+def _refuse(listener: Listener) -> None:
+    with pytest.raises(AuthenticationError):
+        listener.accept()
+
+
+@pytest.mark.parametrize("driver_key, serve, error", [
+    (b"k" * 32, _accept_and_die, "stopped during run; the lake's journal rolls back"),
+    # a driver started again has a new key; a caller that read the old one is refused
+    (b"new key", _refuse, "cannot call the driver at .*AuthenticationError"),
+])
+def test_a_driver_gone_mid_call_or_with_another_key_is_a_clear_error(tmp_path, monkeypatch, driver_key, serve,
+                                                                      error):
+    socket = tmp_path / "d.sock"
+    socket.with_name("d.sock.key").write_bytes(b"k" * 32)
+    listener = Listener(str(socket), family="AF_UNIX", authkey=driver_key)
+    thread = threading.Thread(target=serve, args=(listener,))
     thread.start()
     monkeypatch.setenv("CORRELAKE_DRIVER", str(socket))
-    with pytest.raises(driver.DriverError, match="stopped during run; the lake's journal rolls back"):
-        driver.call("run", "landing", "lake")
-    thread.join()
-    listener.close()
-
-
-def test_a_driver_that_does_not_know_the_callers_key_is_a_clear_error(tmp_path, monkeypatch):
-    """(A driver started again has a new key; a caller that read the old one is refused.)"""
-    socket = tmp_path / "other.sock"
-    socket.with_name("other.sock.key").write_bytes(b"old key")
-    listener = Listener(str(socket), family="AF_UNIX", authkey=b"new key")
-    thread = threading.Thread(target=lambda: pytest.raises(AuthenticationError, listener.accept))
-    thread.start()
-    monkeypatch.setenv("CORRELAKE_DRIVER", str(socket))
-    with pytest.raises(driver.DriverError, match="cannot call the driver at .*AuthenticationError"):
+    with pytest.raises(driver.DriverError, match=error):
         driver.call("run", "landing", "lake")
     thread.join()
     listener.close()

@@ -2,7 +2,7 @@
 what the engine-level tests of test_rules.py cannot see — late data that moves a
 correlation to another key (rule 4), tenants kept apart by the Spark partitioning
 (rules 3a, 5, 7, 19), gold/messages' columns and the contract's defaults, and the
-default as_of (rule 23)."""
+default as_of (rule 23). Positions repeat across the two streams, as they may."""
 
 from __future__ import annotations
 
