@@ -63,7 +63,8 @@ else
   : >"$AIRFLOW_HOME/driver.log"
   (  # supervised: started again when it stops (its JVM gone, out of memory), unless it cannot start
     log="$AIRFLOW_HOME/driver.log"
-    trap 'kill -TERM "$serve" 2>/dev/null; exit 0' TERM
+    # the driver alone: it cancels and rolls back a call in progress (its JVM, in the group, must live meanwhile)
+    trap 'kill -TERM "$serve" 2>/dev/null; wait "$serve"; exit 0' TERM
     failures=0
     while true; do
       lines=$(wc -l <"$log")
@@ -93,7 +94,11 @@ stop() {  # Airflow stops its components on SIGINT (on SIGTERM it would leave th
   kill -INT -- -"$standalone" 2>/dev/null || true
   for _ in $(seq 30); do kill -0 -- -"$standalone" 2>/dev/null || break; sleep 1; done
   kill -KILL -- -"$standalone" 2>/dev/null || true  # what did not stop in 30 s
-  if [ -n "$driver" ]; then kill -TERM -- -"$driver" 2>/dev/null || true; fi
+  if [ -n "$driver" ]; then
+    kill -TERM "$driver" 2>/dev/null || true
+    for _ in $(seq 30); do kill -0 -- -"$driver" 2>/dev/null || break; sleep 1; done
+    kill -KILL -- -"$driver" 2>/dev/null || true
+  fi
 }
 trap 'stop; exit 0' INT TERM
 trap stop EXIT

@@ -44,8 +44,9 @@ def files_per_table(spark, lake: Path) -> dict:
     """Active data files of every lake table (Delta's DESCRIBE DETAIL)."""
     from correlake import lake as lake_io
     from correlake.config import TABLES, table_path
+    from correlake.sqlfiles import delta_table
 
-    return {name: spark.sql(f"DESCRIBE DETAIL delta.`{table_path(lake, name)}`").first()["numFiles"]
+    return {name: spark.sql(f"DESCRIBE DETAIL {delta_table(table_path(lake, name))}").first()["numFiles"]
             for name in TABLES if lake_io.is_table(table_path(lake, name))}
 
 

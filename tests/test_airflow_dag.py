@@ -15,7 +15,7 @@ import pytest
 from correlake import cli
 from correlake.config import GOLD_TABLES, table_path
 from correlake.lake import version
-from correlake.stages import staged_runs_dir
+from correlake.store import staged_runs_dir
 from helpers import sorted_gold, write_jsonl
 
 DAG_FILE = Path(__file__).resolve().parents[1] / "dags" / "correlake_hourly.py"

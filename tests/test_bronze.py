@@ -113,7 +113,11 @@ def test_later_run_replays_and_conflicts_against_bronze(mixed):
     assert table(spark, lake_dir, "messages").where("message_key = 4").first()["correlation_key"] == "k"
 
 
-def test_ratio_gate_commits_nothing(spark, tmp_path, capsys):
+def test_ratio_gate_commits_nothing(spark, tmp_path, capsys, monkeypatch):
+    from correlake.config import default_max_quarantine_ratio
+
+    monkeypatch.delenv("CORRELAKE_MAX_QUARANTINE_RATIO", raising=False)
+    assert default_max_quarantine_ratio() == 0.01  # the contract's default; a share equal to the ratio passes (below)
     landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
     write_jsonl(landing / "messages" / "a.jsonl", [m(1), m(2), "{oops", "{oops"])
     write_jsonl(landing / "workflow_events" / "a.jsonl", [])

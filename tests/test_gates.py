@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 
 from correlake import cli, gates, gold
 from correlake.config import table_path
+from correlake.sqlfiles import delta_table
 from helpers import write_jsonl
 
 T = datetime(2026, 1, 1)
@@ -136,7 +137,7 @@ def test_a_failing_gate_stops_the_run_and_leaves_gold_as_it_was(spark, tmp_path,
                                                     "published_at": 10}])
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 0
     before = spark.read.format("delta").load(table_path(lake_dir, "correlations")).collect()
-    versions = {t: spark.sql(f"DESCRIBE HISTORY delta.`{table_path(lake_dir, t)}`").count()
+    versions = {t: spark.sql(f"DESCRIBE HISTORY {delta_table(table_path(lake_dir, t))}").count()
                 for t in ("correlations", "messages")}
 
     real = gold.gold_tables
@@ -153,5 +154,5 @@ def test_a_failing_gate_stops_the_run_and_leaves_gold_as_it_was(spark, tmp_path,
     err = capsys.readouterr().err
     assert "data-quality gate 'gold' failed" in err and "Data Docs:" in err and "Gold was left as it was" in err
     assert spark.read.format("delta").load(table_path(lake_dir, "correlations")).collect() == before
-    assert {t: spark.sql(f"DESCRIBE HISTORY delta.`{table_path(lake_dir, t)}`").count()
+    assert {t: spark.sql(f"DESCRIBE HISTORY {delta_table(table_path(lake_dir, t))}").count()
             for t in ("correlations", "messages")} == versions

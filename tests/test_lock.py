@@ -7,11 +7,12 @@ import errno
 import json
 import os
 import socket
-from pathlib import Path
+import threading
+import time
 
 import pytest
 
-from correlake import cli, lake
+from correlake import catalog, cli, lake
 
 
 def test_second_run_is_refused_while_the_first_holds_the_lock(tmp_path):
@@ -33,33 +34,59 @@ def test_lock_of_a_dead_process_is_taken_over(tmp_path):
     assert not (state / "lock").exists()
 
 
-def test_a_lock_file_not_written_by_a_run_is_taken_over(tmp_path):
+def test_a_lock_file_not_written_by_a_run_is_held_a_minute_then_taken_over(tmp_path):
     state = tmp_path / "_state"
     state.mkdir()
     (state / "lock").write_text("")  # a run writes its lock whole, in one step: this is none of them
+    with pytest.raises(lake.LakeBusy):
+        lake.check_free(str(tmp_path))
+    os.utime(state / "lock", (time.time() - 120, time.time() - 120))
     with lake.run_lock(str(tmp_path)):
         assert json.loads((state / "lock").read_text())["pid"] == os.getpid()
 
 
-def _disk_full_after_half(monkeypatch):
-    def write_half(path, text, *args, **kwargs):
-        with open(path, "w") as f:
-            f.write(text[: len(text) // 2])
-        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+def test_a_stale_lock_is_taken_over_by_one_process_only(tmp_path):
+    """Many takers at once of one dead run's lock (each as its own open file, as processes are)."""
+    stale = json.dumps({"pid": 2 ** 22 + 12345, "host": socket.gethostname(), "started": time.time()})
+    for attempt in range(5):
+        (tmp_path / "_state").mkdir(exist_ok=True)
+        (tmp_path / "_state" / "lock").write_text(stale)
+        start, winners = threading.Barrier(8), []
 
-    monkeypatch.setattr(Path, "write_text", write_half)
+        def take(n):
+            start.wait()
+            if lake._take(str(tmp_path), {"pid": n, "host": "h", "started": time.time()}) is None:
+                winners.append(n)
+
+        threads = [threading.Thread(target=take, args=(n,)) for n in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert len(winners) == 1, attempt
+        assert json.loads((tmp_path / "_state" / "lock").read_text())["pid"] == winners[0]
+
+
+def test_a_run_releases_its_own_lock_only(tmp_path):
+    successor = {"pid": 1, "host": "another", "started": time.time()}
+    with lake.run_lock(str(tmp_path)):  # ... that another run took over meanwhile, as stale
+        (tmp_path / "_state" / "lock").write_text(json.dumps(successor))
+    assert json.loads((tmp_path / "_state" / "lock").read_text()) == successor
 
 
 def test_a_full_disk_leaves_neither_a_lock_nor_a_journal_behind(tmp_path, monkeypatch):
+    def disk_full(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
     (tmp_path / "_state").mkdir()
-    _disk_full_after_half(monkeypatch)
+    monkeypatch.setattr(os, "fsync", disk_full)
     with pytest.raises(OSError, match="No space left"):
         with lake.run_lock(str(tmp_path)):
             pass
     with pytest.raises(OSError, match="No space left"):
         lake.begin(str(tmp_path), "run-1")
     monkeypatch.undo()
-    assert list((tmp_path / "_state").iterdir()) == []
+    assert [p.name for p in (tmp_path / "_state").iterdir()] == ["lock.guard"]
     with lake.run_lock(str(tmp_path)):  # free
         assert lake.unfinished_run(str(tmp_path)) is None
 
@@ -75,3 +102,5 @@ def test_an_unreadable_journal_stops_the_run_with_a_clear_line(spark, tmp_path, 
     assert "Traceback" not in err and err.startswith(
         f"correlake: the journal of an unfinished run, {lake_dir / '_state' / 'inflight.json'}, cannot be read")
     assert "RESTORE what that run wrote, then remove the file" in err
+    assert "its journal" in catalog.unfinished_warning(lake_dir) and "cannot be read" in catalog.unfinished_warning(
+        lake_dir)

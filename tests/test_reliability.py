@@ -19,6 +19,7 @@ import pytest
 
 from correlake import cli, lake, pipeline, stages
 from correlake.config import TABLES, table_path
+from correlake.store import staged_runs_dir
 from generators import combine, generate_cases
 from helpers import project, read_gold, versions, write_jsonl
 
@@ -162,7 +163,7 @@ def test_staged_run_publishes_once_and_refuses_a_lake_that_moved(spark, world, t
     stale = stages.prepare(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
     stages.publish(spark, lake_dir, run_id)
     assert snapshot(spark, lake_dir) == reference
-    assert not (stages.staged_runs_dir(lake_dir) / run_id).exists()
+    assert not (staged_runs_dir(lake_dir) / run_id).exists()
     with pytest.raises(stages.LakeMoved, match="start a new one"):
         stages.publish(spark, lake_dir, stale)
     assert snapshot(spark, lake_dir) == reference

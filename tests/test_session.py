@@ -38,24 +38,30 @@ def test_compiled_queries_stay_cached_beyond_sparks_default_100(spark):
     assert compilations.getCount() == before
 
 
-def test_concurrent_writes_not_started_are_not_started_after_an_interrupt():
-    """Ctrl-C or SIGTERM while writes run: the queued ones never start (the run rolls back
-    at once instead of finishing every write first)."""
+def test_concurrent_writes_not_started_are_not_started_after_a_failure_or_an_interrupt():
+    """A failed write, or Ctrl-C or SIGTERM while writes run: the queued ones never start
+    (the run rolls back at once instead of finishing every write first)."""
     started = []
 
-    def write(n):
-        started.append(n)
-        time.sleep(0.5 if n == 0 else 0)
+    def failing():
+        raise ValueError("disk full")
+
+    with pytest.raises(ValueError, match="disk full"):
+        run_concurrently([failing, *[lambda n=n: started.append(n) for n in range(4)]], threads=1)
+    assert started == []
+
+    def signalling():  # the signal reaches the main thread while this write runs
+        signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR2)
+        time.sleep(0.5)
 
     def interrupt(signum, frame):
         raise KeyboardInterrupt
 
     previous = signal.signal(signal.SIGUSR2, interrupt)
-    try:  # a signal while the first write runs
-        threading.Timer(0.1, signal.pthread_kill, (threading.main_thread().ident, signal.SIGUSR2)).start()
+    try:
         with pytest.raises(KeyboardInterrupt):
-            run_concurrently([lambda n=n: write(n) for n in range(5)], threads=1)
+            run_concurrently([signalling, *[lambda n=n: started.append(n) for n in range(4)]], threads=1)
     finally:
         signal.signal(signal.SIGUSR2, previous)
-    assert started == [0]
+    assert started == []
     assert run_concurrently([lambda n=n: n * n for n in range(5)], threads=2) == [0, 1, 4, 9, 16]

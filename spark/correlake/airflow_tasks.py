@@ -21,9 +21,11 @@ from .config import demo_dir, state_dir, table_path
 from .driver import call
 from .gates import GateFailed
 from .errors import UsageError
+from .lake import UnreadableJournal
 from .landing import check_locations, unread_warning
 from .parsing import BadRecord, parse_time
 from .render import summary
+from .result import RunResult
 
 log = logging.getLogger("correlake")
 # Airflow logs INFO: py4j would log every closed connection, GX every function it registers
@@ -81,10 +83,13 @@ def prepare(context) -> dict | None:
     print(f"landing {landing}, lake {lake}, as_of {as_of}, params {dict(params)}")
     if not rebuild and (warning := unread_warning(landing)):
         log.warning(warning)
-    planned = call("prepare", None if rebuild else landing, lake, as_of=as_of,
-                   max_quarantine_ratio=params.get("max_quarantine_ratio"), rebuild=rebuild,
-                   dry_run=params["dry_run"])
-    if isinstance(planned, stages.RunResult):
+    try:
+        planned = call("prepare", None if rebuild else landing, lake, as_of=as_of,
+                       max_quarantine_ratio=params.get("max_quarantine_ratio"), rebuild=rebuild,
+                       dry_run=params["dry_run"])
+    except UnreadableJournal as exc:  # a retry would meet the same journal
+        raise AirflowFailException(str(exc)) from None
+    if isinstance(planned, RunResult):
         print(summary(planned))
         print("the later tasks are skipped")
         return None
@@ -118,7 +123,7 @@ def publish(context) -> dict:
         raise AirflowSkipException(f"dry run: every gate passed; run {run['run_id']} discarded, nothing published")
     try:
         result = call("publish", run["lake"], run["run_id"])
-    except stages.LakeMoved as exc:  # a retry would meet the same moved lake
+    except (stages.LakeMoved, UnreadableJournal) as exc:  # a retry would meet the same lake
         stages.discard(run["lake"], run["run_id"])
         raise AirflowFailException(str(exc)) from None
     for asset in context["task"].outlets:
@@ -129,5 +134,5 @@ def publish(context) -> dict:
 
 def stats(context) -> None:
     """The run's summary and what gold now holds."""
-    print(summary(stages.RunResult(**context["ti"].xcom_pull(task_ids="publish"))))
+    print(summary(RunResult(**context["ti"].xcom_pull(task_ids="publish"))))
     print(call("findings", _run(context)["lake"]))

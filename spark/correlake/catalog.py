@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import sqlfiles
 from .config import GOLD_TABLES, TABLES, sql_dir, table_path
-from .lake import is_table, unfinished_run
+from .lake import UNREADABLE_JOURNAL, is_table, journal_path, unfinished_run
 
 # readable name -> logical table name of config.TABLES
 TABLE_NAMES = {(f"gold_{name}" if name in GOLD_TABLES else name): name for name in TABLES}
@@ -64,6 +64,10 @@ def unfinished_warning(lake: str | Path) -> str | None:
     """A warning for readers of a lake that a crashed run left half-written, or None."""
     if (run := unfinished_run(str(lake))) is None:
         return None
+    if run == UNREADABLE_JOURNAL:
+        return (f"correlake: warning: a run began to write and did not finish, and its journal "
+                f"{journal_path(str(lake))} cannot be read: its tables may disagree with each other until "
+                "restored by hand (`correlake run` says how)")
     return (f"correlake: warning: run {run} began to write and did not finish; until the next run (or "
             "`correlake maintain`) rolls it back, its tables may disagree with each other")
 

@@ -24,6 +24,7 @@ MAX_QUARANTINE_RATIO = 0.01
 BROADCAST_ROWS = 200_000  # a run's frames up to this size are broadcast to their joins with history (hints.py)
 WRITE_THREADS = 4  # tables a run, or a maintenance, writes at once
 LOCK_STALE_SECONDS = 6 * 3600  # a lake lock this old is stale, whoever holds it
+LOCK_FOREIGN_STALE_SECONDS = 60  # a lock file that no run wrote (not its JSON) is stale this old
 AIRFLOW_LOCK_WAIT_SECONDS = 600.0  # an Airflow task waits this long for the lock of a run in progress
 AIRFLOW_TASK_TIMEOUT_SECONDS = 2 * 3600  # a task that hangs fails (and is retried) after this
 AIRFLOW_RUN_TIMEOUT_SECONDS = 6 * 3600  # a DAG run (one at a time) fails after this, so that the next can start

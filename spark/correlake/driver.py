@@ -56,6 +56,8 @@ class _Call:
         self._watcher = threading.Thread(target=self._watch, args=(conn,), daemon=True)
 
     def __enter__(self):
+        global _current
+        _current = self  # before its watcher starts: a caller gone at once is seen
         self._watcher.start()
         return self
 
@@ -234,10 +236,9 @@ def _serve_one(conn, spark, functions: dict) -> bool:
         name, args, kwargs = conn.recv()
     except EOFError:  # gone before it asked
         return True
-    global _current
     start = time.perf_counter()
     try:
-        with _Call(conn) as _current:
+        with _Call(conn):
             reply = (True, functions[name](spark, *args, **kwargs))
     except CallerGone:  # nobody to reply to
         print(f"correlake driver: the caller of {name} went away; its call was stopped", flush=True)

@@ -3,10 +3,12 @@ run journal that makes a run all-or-nothing."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
 import socket
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,7 +16,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from .config import LOCK_STALE_SECONDS, TABLES, lake_state_dir, table_path
+from .config import LOCK_FOREIGN_STALE_SECONDS, LOCK_STALE_SECONDS, TABLES, lake_state_dir, table_path
 from .sqlfiles import delta_table
 
 
@@ -78,12 +80,15 @@ def journal_path(lake: str) -> Path:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write `path` whole or not at all (a full disk, a kill mid-write leave the old file)."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        tmp.write_text(text)
-        tmp.replace(path)
+        with os.fdopen(fd, "w") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
     finally:
-        tmp.unlink(missing_ok=True)
+        Path(tmp).unlink(missing_ok=True)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -102,31 +107,50 @@ def _stale(holder: dict) -> bool:
     return holder.get("host") == socket.gethostname() and not _pid_alive(holder.get("pid", -1))
 
 
-def _holder(path: Path) -> dict | None:
-    """Who holds the lock file at `path`: None if nobody (a stale or unreadable lock is removed)."""
+def _read(path: Path):
+    """The lock file's content as JSON; None if it is not JSON. OSError if it cannot be read."""
     try:
-        holder = json.loads(path.read_text())
+        return json.loads(path.read_text())
+    except ValueError:
+        return None
+
+
+def _holder(path: Path) -> dict | None:
+    """Who holds the lock at `path`: None if nobody does (no lock, or a stale one)."""
+    try:
+        holder = _read(path)
+        age = time.time() - path.stat().st_mtime
     except FileNotFoundError:
         return None
-    except (OSError, ValueError):  # a lock file is whole from its start (`_take`): not one of ours
-        holder = {}
-    if not isinstance(holder, dict) or _stale(holder):
-        path.unlink(missing_ok=True)
-        return None
-    return holder
+    except OSError:  # a lock it cannot read: held, by someone it cannot name
+        return {}
+    if not isinstance(holder, dict):  # not written by a run (their locks are whole): stale once old
+        return None if age > LOCK_FOREIGN_STALE_SECONDS else {}
+    return None if _stale(holder) else holder
 
 
-def _take(path: Path, me: dict) -> bool:
-    """Create the lock file at `path` with its content in one step; False if it exists."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+@contextmanager
+def _guarded(lake: str):
+    """Every change of the lake's lock file (taking it, taking a stale one over, releasing it)
+    one process at a time: two processes never both take over one stale lock."""
+    fd = os.open(_state(lake) / "lock.guard", os.O_CREAT | os.O_RDWR, 0o644)
     try:
-        tmp.write_text(json.dumps(me))
-        os.link(tmp, path)
-        return True
-    except FileExistsError:
-        return False
+        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the file is closed, or its process dies
+        yield
     finally:
-        tmp.unlink(missing_ok=True)
+        os.close(fd)
+
+
+def _take(lake: str, me: dict) -> dict | None:
+    """Take the lake's lock (free or stale): None; else who holds it."""
+    path = lock_path(lake)
+    with _guarded(lake):
+        if (holder := _holder(path)) is not None:
+            return holder
+        for tmp in path.parent.glob(".*.tmp"):  # left by a process killed while it wrote its lock or journal
+            tmp.unlink(missing_ok=True)
+        write_atomic(path, json.dumps(me))
+    return None
 
 
 def _busy(path: Path, holder: dict) -> LakeBusy:
@@ -145,20 +169,21 @@ def check_free(lake: str) -> None:
 @contextmanager
 def run_lock(lake: str, wait_seconds: float = 0.0):
     """Hold the lake's lock: one run at a time. A lock left by a dead process is taken over."""
-    _state(lake)
-    path = lock_path(lake)
     me = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
     deadline = time.time() + wait_seconds
-    while not _take(path, me):
-        if (holder := _holder(path)) is None:
-            continue
+    while (holder := _take(lake, me)) is not None:
         if time.time() >= deadline:
-            raise _busy(path, holder)
+            raise _busy(lock_path(lake), holder)
         time.sleep(1.0)
     try:
         yield
     finally:
-        path.unlink(missing_ok=True)
+        with _guarded(lake):  # its own lock only (one taken over from it, as stale, is another's)
+            try:
+                if _read(lock_path(lake)) == me:
+                    lock_path(lake).unlink()
+            except FileNotFoundError:
+                pass
 
 
 # -- the run journal: all-or-nothing runs --------------------------------------------
@@ -166,12 +191,17 @@ class UnreadableJournal(RuntimeError):
     """The journal of an unfinished run cannot be read: what it wrote cannot be rolled back."""
 
 
+UNREADABLE_JOURNAL = "(unknown: its journal cannot be read)"
+
+
 def unfinished_run(lake: str) -> str | None:
     """The id of a run that began to write and did not finish (crashed, killed), if any."""
     try:
-        return json.loads(journal_path(lake).read_text())["run_id"]
-    except (OSError, ValueError, KeyError):
+        return str(json.loads(journal_path(lake).read_text())["run_id"])
+    except FileNotFoundError:
         return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return UNREADABLE_JOURNAL
 
 
 def begin(lake: str, run_id: str) -> None:

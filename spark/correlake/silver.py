@@ -28,8 +28,8 @@ def millis(column: str):
 
 
 def pair_key(first: str, second: str):
-    """One text per pair of string columns, distinct for distinct pairs: `first`'s length
-    leads (a separator could also occur in the values: "a␀b"+"c" and "a"+"b␀c")."""
+    """One text per pair of non-null string columns, distinct for distinct pairs: `first`'s
+    length leads (a separator could also occur in the values: "a␀b"+"c" and "a"+"b␀c")."""
     return F.concat(F.length(first).cast("string"), F.lit(":"), F.col(first), F.col(second))
 
 
