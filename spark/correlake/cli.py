@@ -164,11 +164,11 @@ def main(argv: list[str] | None = None) -> int:
             print(f"correlake: {problem}; nothing of the run was published (what it had begun to write was "
                   "rolled back, or is by the next run)", file=sys.stderr)
             return EXIT_USAGE
-        if isinstance(exc, (SetupError, UnreadableJournal, DriverError)) and not isinstance(exc, RemoteError):
+        if isinstance(exc, RemoteError):  # unexpected on the driver: its text holds the driver's traceback
+            print(exc, file=sys.stderr)
+        elif isinstance(exc, (SetupError, UnreadableJournal, DriverError)):
             print(f"correlake: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        if isinstance(exc, RemoteError):  # its text holds the driver's traceback
-            print(exc, file=sys.stderr)
         else:
             traceback.print_exc()
         print(f"correlake: unexpected error ({type(exc).__name__}, traceback above); nothing of the run was "
