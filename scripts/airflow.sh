@@ -89,16 +89,17 @@ echo "  stop             Ctrl-C, or kill -TERM $$"
 airflow standalone &
 standalone=$!
 
-stop() {  # Airflow stops its components on SIGINT (on SIGTERM it would leave them running)
+stop_group() {  # stop_group SIGNAL TARGET GROUP: SIGNAL to TARGET; what is left of GROUP after 30 s is killed
+  kill -"$1" -- "$2" 2>/dev/null || true
+  for _ in $(seq 30); do kill -0 -- -"$3" 2>/dev/null || break; sleep 1; done
+  kill -KILL -- -"$3" 2>/dev/null || true
+}
+
+stop() {
   trap - INT TERM EXIT
-  kill -INT -- -"$standalone" 2>/dev/null || true
-  for _ in $(seq 30); do kill -0 -- -"$standalone" 2>/dev/null || break; sleep 1; done
-  kill -KILL -- -"$standalone" 2>/dev/null || true  # what did not stop in 30 s
-  if [ -n "$driver" ]; then
-    kill -TERM "$driver" 2>/dev/null || true
-    for _ in $(seq 30); do kill -0 -- -"$driver" 2>/dev/null || break; sleep 1; done
-    kill -KILL -- -"$driver" 2>/dev/null || true
-  fi
+  # Airflow stops its components on SIGINT (on SIGTERM it would leave them running)
+  stop_group INT -"$standalone" "$standalone"
+  if [ -n "$driver" ]; then stop_group TERM "$driver" "$driver"; fi  # its supervisor: the driver alone, JVM kept
 }
 trap 'stop; exit 0' INT TERM
 trap stop EXIT
