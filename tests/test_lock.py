@@ -102,5 +102,5 @@ def test_an_unreadable_journal_stops_the_run_with_a_clear_line(spark, tmp_path, 
     assert "Traceback" not in err and err.startswith(
         f"correlake: the journal of an unfinished run, {lake_dir / '_state' / 'inflight.json'}, cannot be read")
     assert "RESTORE what that run wrote, then remove the file" in err
-    assert "its journal" in catalog.unfinished_warning(lake_dir) and "cannot be read" in catalog.unfinished_warning(
-        lake_dir)
+    warning = catalog.unfinished_warning(lake_dir)
+    assert "its journal" in warning and "cannot be read" in warning
