@@ -3,13 +3,15 @@ stops the run with exit 1, a readable report, and gold left as it was."""
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
 
 from correlake import cli, gates, gold
-from correlake.config import table_path
+from correlake.config import data_docs_dir, table_path
 from correlake.sqlfiles import delta_table
 from helpers import write_jsonl
 
@@ -32,6 +34,41 @@ def test_bronze_gate_fails_on_duplicate_positions_and_bad_enums(spark, tmp_path)
     assert "expect_compound_columns_to_be_unique" in report
     assert "expect_column_values_to_be_in_set" in report and "TASK" in report
     assert "Data Docs: " in report and str(tmp_path) in report
+
+
+def test_validations_and_their_pages_outlive_the_process_until_maintenance_removes_them(spark, tmp_path):
+    """A failure names its Data Docs page; the page stays through later validations, in this
+    process and in the next (results are kept in the lake), until `correlake maintain` removes
+    validations past its retention, each suite's latest kept. The index lists the latest ones."""
+    events = frame(spark, [], "position bigint, tenant_id string, type string, timestamp timestamp, "
+                              "element_type string, correlation_key string")
+
+    def bronze(ttl_ms):
+        messages = frame(spark, [(1, "t", "k", T, ttl_ms)], "position bigint, tenant_id string, "
+                         "correlation_key string, published_at timestamp, ttl_ms bigint")
+        return gates.bronze_frames(messages, events)
+
+    def indexed():
+        return re.findall(r"validations/bronze/[^'\"]+\.html", (docs / "index.html").read_text())
+
+    lake_dir, docs = str(tmp_path), data_docs_dir(tmp_path)
+    with pytest.raises(gates.GateFailed) as exc:
+        gates.check("bronze", bronze(-1), lake_dir)
+    failed = Path(re.search(r"Data Docs: (\S+\.html)", exc.value.report).group(1))
+    gates.check("bronze", bronze(10), lake_dir)
+    gates._context.cache_clear()  # as in the next process
+    gates.check("bronze", bronze(10), lake_dir)
+    pages = sorted(docs.glob("validations/bronze/*/*/*.html"))
+    assert len(pages) == 3 and failed == pages[0] and "Failed" in failed.read_text()
+    assert sorted(set(indexed())) == [str(p.relative_to(docs)) for p in pages]
+    assert (docs / "expectations" / "bronze.html").exists() and "expectations/bronze.html" in (
+        docs / "index.html").read_text()
+    assert gates.old_validations(lake_dir, 1) == []
+    old = gates.old_validations(lake_dir, 0)
+    assert sorted(docs / "validations" / v for v in old) == [p.parent for p in pages[:2]]
+    gates.remove_validations(lake_dir, old)
+    gates.check("bronze", bronze(10), lake_dir)
+    assert len(set(indexed())) == 2 and not failed.exists()
 
 
 def _silver(spark, rows):

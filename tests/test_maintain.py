@@ -1,13 +1,13 @@
 """`correlake maintain` on a real lake: files compacted, deletion vectors purged,
-content unchanged, time travel within retention, an explicit zero retention vacuums,
-the run lock and the rollback of an unfinished run."""
+content unchanged, time travel within retention, an explicit zero retention vacuums
+(and removes the gates' old validations), the run lock and the rollback of an unfinished run."""
 
 from __future__ import annotations
 
 import pytest
 
 from correlake import cli, lake, pipeline
-from correlake.config import TABLES, table_path
+from correlake.config import TABLES, data_docs_dir, table_path, validation_results_dir
 from correlake.maintain import RETENTION_CHECK, maintain
 from correlake.sqlfiles import delta_table
 from correlake.workload import BASE_MS, generate
@@ -51,6 +51,7 @@ def test_maintenance_compacts_and_changes_no_row(spark, lake_dir):
     assert tables["gold/messages"].files[0] > 1 == tables["gold/messages"].files[1]
     assert sum(t.purged_dvs for t in tables.values()) > 0  # gold rows restated by the second run
     assert all(t.vacuumed == 0 for t in tables.values())  # 168 h: every replaced file is still young
+    assert result.validations == 0  # nor are the gates' validations of the two runs old
     assert all(t.on_disk[1] == t.on_disk[0] + t.files[1] for t in tables.values() if t.compacted)
     assert all(t.log_files[1] > t.log_files[0] for t in tables.values())  # commits, a checkpoint
     assert contents(spark, lake_dir, old) == before  # time travel to before maintenance
@@ -70,6 +71,7 @@ def test_explicit_zero_retention_vacuums_and_rolls_back_first(spark, lake_dir, c
     assert cli.main(["maintain", "--lake", lake_dir, "--retain-hours", "0", "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "dry run" in out and "would vacuum" in out and "unfinished run is pending" in out
+    assert "gates: would remove 5 validations" in out  # the first run's, of 5 suites
     assert versions(lake_dir) == unfinished
 
     result = maintain(spark, lake_dir, retain_hours=0)
@@ -78,6 +80,9 @@ def test_explicit_zero_retention_vacuums_and_rolls_back_first(spark, lake_dir, c
     tables = {t.table: t for t in result.tables}
     assert sum(t.vacuumed for t in tables.values()) > 0
     assert all(t.on_disk[1] == t.files[1] for t in tables.values())  # only active files are left
+    assert result.validations == 5  # each suite's latest is left, with its page
+    assert len(list(validation_results_dir(lake_dir).glob("*/*/*/*.json"))) == 5
+    assert len(list(data_docs_dir(lake_dir).glob("validations/*/*/*/*.html"))) == 5
     assert spark.conf.get(RETENTION_CHECK) == "true"  # the check was lifted for that maintenance only
     with pytest.raises(Exception, match="DELTA_VACUUM_RETENTION_PERIOD_TOO_SHORT"):
         spark.sql(f"VACUUM {delta_table(table_path(lake_dir, 'messages'))} RETAIN 0 HOURS")

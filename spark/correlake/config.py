@@ -29,6 +29,7 @@ AIRFLOW_LOCK_WAIT_SECONDS = 600.0  # an Airflow task waits this long for the loc
 AIRFLOW_TASK_TIMEOUT_SECONDS = 2 * 3600  # a task that hangs fails (and is retried) after this
 AIRFLOW_RUN_TIMEOUT_SECONDS = 6 * 3600  # a DAG run (one at a time) fails after this, so that the next can start
 STAGED_RUN_MAX_AGE_SECONDS = 24 * 3600  # frames an abandoned Airflow run staged are deleted after this
+DATA_DOCS_INDEX_VALIDATIONS = 50  # the latest validations the Data Docs index lists (10 runs' gates)
 
 STREAMS = ("messages", "workflow_events")
 STAGES = ("bronze", "silver", "gold")  # in order, each followed by its gate
@@ -143,6 +144,11 @@ def lake_state_dir(lake: str | Path) -> Path:
 def data_docs_dir(lake: str | Path) -> Path:
     """The gates' Great Expectations Data Docs site of a lake."""
     return Path(lake).resolve() / "_quality" / "data_docs"
+
+
+def validation_results_dir(lake: str | Path) -> Path:
+    """The gates' validation results (JSON): their Data Docs pages live as long as they do."""
+    return Path(lake).resolve() / "_quality" / "validation_results"
 
 
 def demo_dir() -> Path:

@@ -2,7 +2,9 @@
 
 Each gate builds small, derived frames in Spark (the columns an expectation needs,
 cross-table conditions as boolean columns) and validates them with GX's pandas
-engine; results go to a Data Docs site under `<lake>/_quality/data_docs`.
+engine. Results are kept in `<lake>/_quality/validation_results`, each with its page in
+the Data Docs site `<lake>/_quality/data_docs`, whose index lists the latest ones;
+`correlake maintain` removes those past its retention.
 A failing gate raises `GateFailed`; gates run before any write, so the run is discarded.
 """
 
@@ -10,12 +12,15 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+import time
 from functools import cache, reduce
+from pathlib import Path
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from .config import data_docs_dir, expectations_dir
+from .config import DATA_DOCS_INDEX_VALIDATIONS, data_docs_dir, expectations_dir, validation_results_dir
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
@@ -177,27 +182,33 @@ def load_suite(name: str):
 
 
 @cache
-def _context(docs_dir: str):
+def _context(lake: str):
+    """The lake's GX context: suites from `expectations/`, validation results kept in the lake
+    (so that a page named by a failure outlives the process), an index of the latest ones."""
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    context.add_store("lake_results", {"class_name": "ValidationResultsStore", "store_backend": {
+        "class_name": "TupleFilesystemStoreBackend", "base_directory": str(validation_results_dir(lake))}})
+    context.validation_results_store_name = "lake_results"
     context.add_data_docs_site(site_name="correlake", site_config={
         "class_name": "SiteBuilder",
-        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder"},
-        "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": docs_dir},
+        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder",
+                               "validation_results_limit": DATA_DOCS_INDEX_VALIDATIONS},
+        "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(data_docs_dir(lake))},
     })
     context.data_sources.add_pandas("frames")
     return context
 
 
-def validate(name: str, frame, docs_dir: str) -> tuple[bool, list[dict], str]:
-    """Validate a pandas frame against suite `name`; return (success, failures, page path)."""
+def validate(name: str, frame, lake: str):
+    """Validate a pandas frame against suite `name`: (success, failures, result's identifier)."""
     import great_expectations as gx
-    from great_expectations.checkpoint import UpdateDataDocsAction
+    from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
 
-    context = _context(docs_dir)
+    context = _context(lake)
     source = context.data_sources.get("frames")
     if name in source.get_asset_names():
         batch_definition = source.get_asset(name).get_batch_definition("whole")
@@ -207,34 +218,65 @@ def validate(name: str, frame, docs_dir: str) -> tuple[bool, list[dict], str]:
         definition = context.validation_definitions.add(
             gx.ValidationDefinition(name=name, data=batch_definition, suite=suite))
         context.checkpoints.add(gx.Checkpoint(name=name, validation_definitions=[definition],
-                                              actions=[UpdateDataDocsAction(name="docs")],
                                               result_format={"result_format": "SUMMARY",
                                                              "unexpected_index_column_names": FRAME_KEYS[name]}))
+        context.build_data_docs(site_names=["correlake"], build_index=False,  # the suite's page
+                                resource_identifiers=[ExpectationSuiteIdentifier(name=name)])
     result = context.checkpoints.get(name).run(batch_parameters={"dataframe": frame})
-    failures, page = [], ""
-    for identifier, validation in result.run_results.items():
+    (identifier, validation), = result.run_results.items()
+    failures = []
+    for r in validation.results:
+        if not r.success:
+            info = r.result or {}
+            failures.append({
+                "expectation": r.expectation_config.type,
+                "kwargs": {k: v for k, v in r.expectation_config.kwargs.items() if k != "batch_id"},
+                "unexpected_count": info.get("unexpected_count"),
+                "examples": (info.get("partial_unexpected_index_list")
+                             or info.get("partial_unexpected_list", []))[:5],
+                "rule": (r.expectation_config.meta or {}).get("rule"),
+            })
+    return result.success, failures, identifier
+
+
+def publish_docs(lake: str, identifiers: list) -> list[str]:
+    """Write the Data Docs pages of these validations and the index (one build for a gate's
+    suites); the path of each page."""
+    context = _context(lake)
+    context.build_data_docs(site_names=["correlake"], resource_identifiers=identifiers)
+    pages = []
+    for identifier in identifiers:
         urls = context.get_docs_sites_urls(resource_identifier=identifier, site_name="correlake")
-        page = urls[0]["site_url"] if urls else ""
-        for r in validation.results:
-            if not r.success:
-                info = r.result or {}
-                failures.append({
-                    "expectation": r.expectation_config.type,
-                    "kwargs": {k: v for k, v in r.expectation_config.kwargs.items() if k != "batch_id"},
-                    "unexpected_count": info.get("unexpected_count"),
-                    "examples": (info.get("partial_unexpected_index_list")
-                                 or info.get("partial_unexpected_list", []))[:5],
-                    "rule": (r.expectation_config.meta or {}).get("rule"),
-                })
-    return result.success, failures, page.removeprefix("file://")
+        pages.append(urls[0]["site_url"].removeprefix("file://") if urls else "")
+    return pages
+
+
+def old_validations(lake: str | Path, retain_hours: float) -> list[Path]:
+    """Validations older than `retain_hours`, each suite's latest excepted, as
+    `<suite>/<run name>/<run time>` folders (of results, and of pages)."""
+    cutoff = time.time() - retain_hours * 3600
+    results = validation_results_dir(lake)
+    old = []
+    for suite in results.glob("*"):
+        folders = sorted((f for run in suite.glob("*") for f in run.glob("*")), key=lambda f: f.stat().st_mtime)
+        old += [f.relative_to(results) for f in folders[:-1] if f.stat().st_mtime < cutoff]
+    return old
+
+
+def remove_validations(lake: str | Path, validations: list[Path]) -> None:
+    """Remove these validations' results and pages (the index drops them at its next build)."""
+    for folder in validations:
+        for root in (validation_results_dir(lake), data_docs_dir(lake) / "validations"):
+            shutil.rmtree(root / folder, ignore_errors=True)
 
 
 def check(gate: str, frames: dict[str, DataFrame], lake: str) -> None:
     """Run the suites of a gate on its frames; raise GateFailed on any failing expectation."""
-    docs_dir = str(data_docs_dir(lake))
+    lake = str(lake)
+    results = {name: validate(name, df.toPandas(), lake) for name, df in frames.items()}
+    pages = publish_docs(lake, [identifier for _, _, identifier in results.values()])
     report = []
-    for name, df in frames.items():
-        success, failures, page = validate(name, df.toPandas(), docs_dir)
+    for (name, (success, failures, _)), page in zip(results.items(), pages):
         if not success:
             report.append(f"suite '{name}' failed — Data Docs: {page}")
             for f in failures:

@@ -1,4 +1,5 @@
-"""Lake maintenance: compaction, deletion-vector purge, VACUUM and a log checkpoint per table.
+"""Lake maintenance: compaction, deletion-vector purge, VACUUM and a log checkpoint per table;
+the gates' validations (results and Data Docs pages) past the same retention removed.
 
 Maintenance rewrites files, never rows: every table reads the same before and after.
 It holds the lake's run lock (never beside a run) and first rolls back an unfinished
@@ -20,6 +21,7 @@ from pyspark.sql import SparkSession
 from . import lake
 from .config import TABLES, WRITE_THREADS, table_path
 from .errors import EXIT_OK, EXIT_USAGE, UsageError
+from .gates import old_validations, remove_validations
 from .session import run_concurrently
 from .sqlfiles import delta_table
 
@@ -48,12 +50,14 @@ class Maintenance:
     rolled_back: str | None = None   # id of the unfinished run rolled back first
     pending_run: bool = False        # dry run: an unfinished run would be rolled back
     tables: list[TableReport] = field(default_factory=list)
+    validations: int = 0             # gate validations removed, results and pages (dry run: would remove)
     seconds: float = 0.0
 
 
 def maintain(spark: SparkSession, lake_dir: str, retain_hours: float | None = None, dry_run: bool = False,
              wait_seconds: float = 0.0) -> Maintenance:
-    """Compact, purge, vacuum and checkpoint every table of the lake (dry run: only report)."""
+    """Compact, purge, vacuum and checkpoint every table of the lake, and remove the gates'
+    validations past the retention (dry run: only report)."""
     start = time.perf_counter()
     result = Maintenance(lake_dir, retain_hours, dry_run)
     with lake.run_lock(lake_dir, wait_seconds):
@@ -65,6 +69,10 @@ def maintain(spark: SparkSession, lake_dir: str, retain_hours: float | None = No
         with _retention_check_lifted(spark, retain_hours is not None):
             result.tables = run_concurrently([lambda n=name: _table(spark, n, paths[n], retain_hours, dry_run)
                                               for name in paths])
+        validations = old_validations(lake_dir, DELTA_RETAIN_HOURS if retain_hours is None else retain_hours)
+        result.validations = len(validations)
+        if not dry_run:
+            remove_validations(lake_dir, validations)
     result.seconds = round(time.perf_counter() - start, 2)
     return result
 
@@ -174,5 +182,7 @@ def summary(result: Maintenance) -> str:
     for t in result.tables:
         rows.append(f"{t.table:<34}{arrow(t.files):>14}{arrow(t.bytes, 1 << 20):>16}{arrow(t.on_disk):>16}"
                     f"{arrow(t.log_files):>12}{t.compacted:>11}{t.purged_dvs:>12}{t.vacuumed:>14}{t.seconds:>8}")
-    return "\n".join(head + rows + [f"total {result.seconds} s (tables are maintained {WRITE_THREADS} at a time: "
+    docs = (f"gates: {'would remove' if result.dry_run else 'removed'} {result.validations} validations past the "
+            "retention, with their Data Docs pages (each suite's latest kept)")
+    return "\n".join(head + rows + [docs, f"total {result.seconds} s (tables are maintained {WRITE_THREADS} at a time: "
                                      "their seconds overlap)"])
