@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import time
+from datetime import datetime, timedelta, timezone
 from functools import cache, reduce
 from pathlib import Path
 
@@ -38,7 +38,7 @@ class GateFailed(RuntimeError):
 
 
 # -- the frames each gate validates (pure DataFrame functions) -------------------------
-FRAME_KEYS = {  # what names a row of each frame in a failure's examples
+FRAME_KEYS = {  # each suite's frame, and what names its rows in a failure's examples
     "bronze": ["stream", "position"], "silver": ["message_key"],
     "gold_correlations": ["message_key", "bpmn_process_id"],
     "gold_subscriptions": ["tenant_id", "element_instance_key", "message_name"],
@@ -183,10 +183,12 @@ def load_suite(name: str):
 
 @cache
 def _context(lake: str):
-    """The lake's GX context: suites from `expectations/`, validation results kept in the lake
-    (so that a page named by a failure outlives the process), an index of the latest ones."""
+    """The lake's GX context: every suite of `expectations/` (an index build deletes the pages
+    of suites it does not know) with its checkpoint and page, validation results kept in the
+    lake (a page named by a failure outlives the process), an index of the latest ones."""
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
+    from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
 
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
@@ -197,31 +199,24 @@ def _context(lake: str):
         "class_name": "SiteBuilder",
         "site_index_builder": {"class_name": "DefaultSiteIndexBuilder",
                                "validation_results_limit": DATA_DOCS_INDEX_VALIDATIONS},
+        "site_section_builders": {"profiling": "None"},  # none here: it would list every result again
         "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(data_docs_dir(lake))},
     })
-    context.data_sources.add_pandas("frames")
+    source = context.data_sources.add_pandas("frames")
+    for name, keys in FRAME_KEYS.items():
+        definition = context.validation_definitions.add(gx.ValidationDefinition(
+            name=name, data=source.add_dataframe_asset(name).add_batch_definition_whole_dataframe("whole"),
+            suite=context.suites.add(load_suite(name))))
+        context.checkpoints.add(gx.Checkpoint(name=name, validation_definitions=[definition], result_format={
+            "result_format": "SUMMARY", "unexpected_index_column_names": keys}))
+    context.build_data_docs(site_names=["correlake"], build_index=False,
+                            resource_identifiers=[ExpectationSuiteIdentifier(name=name) for name in FRAME_KEYS])
     return context
 
 
-def validate(name: str, frame, lake: str):
+def validate(name: str, frame, lake: str) -> tuple[bool, list[dict], object]:
     """Validate a pandas frame against suite `name`: (success, failures, result's identifier)."""
-    import great_expectations as gx
-    from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
-
     context = _context(lake)
-    source = context.data_sources.get("frames")
-    if name in source.get_asset_names():
-        batch_definition = source.get_asset(name).get_batch_definition("whole")
-    else:
-        batch_definition = source.add_dataframe_asset(name).add_batch_definition_whole_dataframe("whole")
-        suite = context.suites.add(load_suite(name))
-        definition = context.validation_definitions.add(
-            gx.ValidationDefinition(name=name, data=batch_definition, suite=suite))
-        context.checkpoints.add(gx.Checkpoint(name=name, validation_definitions=[definition],
-                                              result_format={"result_format": "SUMMARY",
-                                                             "unexpected_index_column_names": FRAME_KEYS[name]}))
-        context.build_data_docs(site_names=["correlake"], build_index=False,  # the suite's page
-                                resource_identifiers=[ExpectationSuiteIdentifier(name=name)])
     result = context.checkpoints.get(name).run(batch_parameters={"dataframe": frame})
     (identifier, validation), = result.run_results.items()
     failures = []
@@ -252,22 +247,32 @@ def publish_docs(lake: str, identifiers: list) -> list[str]:
 
 
 def old_validations(lake: str | Path, retain_hours: float) -> list[Path]:
-    """Validations older than `retain_hours`, each suite's latest excepted, as
+    """Validations run more than `retain_hours` ago, each suite's latest excepted, as
     `<suite>/<run name>/<run time>` folders (of results, and of pages)."""
-    cutoff = time.time() - retain_hours * 3600
+    cutoff = datetime.now(timezone.utc) - timedelta(hours=retain_hours)
     results = validation_results_dir(lake)
     old = []
     for suite in results.glob("*"):
-        folders = sorted((f for run in suite.glob("*") for f in run.glob("*")), key=lambda f: f.stat().st_mtime)
-        old += [f.relative_to(results) for f in folders[:-1] if f.stat().st_mtime < cutoff]
+        runs = sorted((_run_time(f), f) for run in suite.glob("*") for f in run.glob("*"))
+        old += [f.relative_to(results) for at, f in runs[:-1] if at < cutoff]
     return old
 
 
+def _run_time(folder: Path) -> datetime:
+    """When a validation ran: its folder's name (GX's run time, UTC)."""
+    return datetime.strptime(folder.name, "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=timezone.utc)
+
+
 def remove_validations(lake: str | Path, validations: list[Path]) -> None:
-    """Remove these validations' results and pages (the index drops them at its next build)."""
-    for folder in validations:
-        for root in (validation_results_dir(lake), data_docs_dir(lake) / "validations"):
-            shutil.rmtree(root / folder, ignore_errors=True)
+    """Remove these validations' results and pages (the index drops them at its next build),
+    and the empty folders GX leaves behind when it removes a page itself."""
+    for root in (validation_results_dir(lake), data_docs_dir(lake) / "validations"):
+        for folder in validations:
+            if (root / folder).exists():
+                shutil.rmtree(root / folder)
+        for folder, _, _ in os.walk(root, topdown=False):
+            if folder != str(root) and not os.listdir(folder):
+                os.rmdir(folder)
 
 
 def check(gate: str, frames: dict[str, DataFrame], lake: str) -> None:
