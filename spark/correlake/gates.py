@@ -253,14 +253,17 @@ def old_validations(lake: str | Path, retain_hours: float) -> list[Path]:
     results = validation_results_dir(lake)
     old = []
     for suite in results.glob("*"):
-        runs = sorted((_run_time(f), f) for run in suite.glob("*") for f in run.glob("*"))
+        runs = sorted((at, f) for run in suite.glob("*") for f in run.glob("*") if (at := _run_time(f)))
         old += [f.relative_to(results) for at, f in runs[:-1] if at < cutoff]
     return old
 
 
-def _run_time(folder: Path) -> datetime:
-    """When a validation ran: its folder's name (GX's run time, UTC)."""
-    return datetime.strptime(folder.name, "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=timezone.utc)
+def _run_time(folder: Path) -> datetime | None:
+    """When a validation ran: its folder's name (GX's run time, UTC); None for what GX did not write."""
+    try:
+        return datetime.strptime(folder.name, "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
 
 
 def remove_validations(lake: str | Path, validations: list[Path]) -> None:
