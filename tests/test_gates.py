@@ -69,7 +69,8 @@ def test_validations_and_their_pages_outlive_the_process_until_maintenance_remov
     legacy = docs / "validations" / "bronze" / "__none__" / "20250101T000000.000000Z"
     legacy.mkdir()  # a folder GX left empty when it removed a page itself
     gates.remove_validations(lake_dir, old)
-    assert not legacy.exists()
+    assert not legacy.exists() and not failed.exists()
+    assert set(indexed()) == {str(pages[2].relative_to(docs))}  # no link to a removed page
     gates.check("bronze", bronze(10), lake_dir)
     assert len(set(indexed())) == 2 and not failed.exists()
 

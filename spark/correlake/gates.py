@@ -188,7 +188,6 @@ def _context(lake: str):
     lake (a page named by a failure outlives the process), an index of the latest ones."""
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
-    from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
 
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
@@ -209,9 +208,14 @@ def _context(lake: str):
             suite=context.suites.add(load_suite(name))))
         context.checkpoints.add(gx.Checkpoint(name=name, validation_definitions=[definition], result_format={
             "result_format": "SUMMARY", "unexpected_index_column_names": keys}))
-    context.build_data_docs(site_names=["correlake"], build_index=False,
-                            resource_identifiers=[ExpectationSuiteIdentifier(name=name) for name in FRAME_KEYS])
+    context.build_data_docs(site_names=["correlake"], build_index=False, resource_identifiers=_suite_pages())
     return context
+
+
+def _suite_pages() -> list:
+    from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
+
+    return [ExpectationSuiteIdentifier(name=name) for name in FRAME_KEYS]
 
 
 def validate(name: str, frame, lake: str) -> tuple[bool, list[dict], object]:
@@ -267,8 +271,8 @@ def _run_time(folder: Path) -> datetime | None:
 
 
 def remove_validations(lake: str | Path, validations: list[Path]) -> None:
-    """Remove these validations' results and pages (the index drops them at its next build),
-    and the empty folders GX leaves behind when it removes a page itself."""
+    """Remove these validations' results and pages, and the empty folders GX leaves behind
+    when it removes a page itself; then build the index without them."""
     for root in (validation_results_dir(lake), data_docs_dir(lake) / "validations"):
         for folder in validations:
             if (root / folder).exists():
@@ -276,6 +280,8 @@ def remove_validations(lake: str | Path, validations: list[Path]) -> None:
         for folder, _, _ in os.walk(root, topdown=False):
             if folder != str(root) and not os.listdir(folder):
                 os.rmdir(folder)
+    if validations:  # the index is built with pages: the suites' (the validations' would render each again)
+        _context(str(lake)).build_data_docs(site_names=["correlake"], resource_identifiers=_suite_pages())
 
 
 def check(gate: str, frames: dict[str, DataFrame], lake: str) -> None:
