@@ -199,7 +199,8 @@ def test_files_a_run_cannot_read_are_named_with_why_and_read_once_they_can(tmp_p
     from correlake.landing import list_files, unread
 
     msgs = tmp_path / "messages"
-    for name in ("a.jsonl", ".b.jsonl", "_c.jsonl", "sub/d.jsonl", "../outside/e.jsonl"):
+    for name in ("a.jsonl", ".b.jsonl", "_c.jsonl", "sub/d.jsonl", "../outside/e.jsonl", "_tmp/f.jsonl",
+                 "sub/.staging/g.jsonl"):
         (msgs / name).parent.mkdir(parents=True, exist_ok=True)
         (msgs / name).touch()
     (msgs / "linked").symlink_to(tmp_path / "outside")      # a link to a folder is followed
@@ -211,7 +212,9 @@ def test_files_a_run_cannot_read_are_named_with_why_and_read_once_they_can(tmp_p
         "messages/a.jsonl", "messages/linked/e.jsonl", "messages/sub/d.jsonl"]
     assert unread(tmp_path) == [
         "messages/.b.jsonl (hidden name: starts with . or _)", "messages/_c.jsonl (hidden name: starts with . or _)",
-        "messages/dangling.jsonl (broken link)", "messages/pipe.jsonl (not a regular file)", "outside/"]
+        "messages/_tmp/ (hidden name: starts with . or _)", "messages/dangling.jsonl (broken link)",
+        "messages/pipe.jsonl (not a regular file)", "messages/sub/.staging/ (hidden name: starts with . or _)",
+        "outside/"]
 
 
 def test_unreadable_files_and_folders_are_named_not_skipped_silently(tmp_path):
@@ -236,18 +239,20 @@ def test_unreadable_files_and_folders_are_named_not_skipped_silently(tmp_path):
                    repr(["messages/secret.jsonl (Permission denied)", "workflow_events/locked/ (Permission denied)"])]
 
 
-def test_a_hidden_file_is_not_recorded_as_ingested_and_is_read_once_renamed(spark, tmp_path):
+def test_a_hidden_file_or_folder_is_not_recorded_as_ingested_and_is_read_once_renamed(spark, tmp_path):
     landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
     write_jsonl(landing / "messages" / "_a.jsonl", [m(1)])
+    write_jsonl(landing / "messages" / "_staging" / "c.jsonl", [m(3)])  # a hidden folder: not read either
     write_jsonl(tmp_path / "elsewhere" / "b.jsonl", [m(2)])
     (landing / "messages" / "linked").symlink_to(tmp_path / "elsewhere")
     write_jsonl(landing / "workflow_events" / "w.jsonl", [])
     pipeline.run(spark, str(landing), lake_dir)
     assert [r["position"] for r in table(spark, lake_dir, "bronze_messages").collect()] == [2]
-    assert not table(spark, lake_dir, "ingested_files").where("path LIKE '%_a.jsonl'").count()
+    assert not table(spark, lake_dir, "ingested_files").where("path LIKE '%_a.jsonl' OR path LIKE '%c.jsonl'").count()
     (landing / "messages" / "_a.jsonl").rename(landing / "messages" / "a.jsonl")
+    (landing / "messages" / "_staging" / "c.jsonl").rename(landing / "messages" / "c.jsonl")
     pipeline.run(spark, str(landing), lake_dir)
-    assert sorted(r["position"] for r in table(spark, lake_dir, "bronze_messages").collect()) == [1, 2]
+    assert sorted(r["position"] for r in table(spark, lake_dir, "bronze_messages").collect()) == [1, 2, 3]
 
 
 def test_an_unexpected_error_exits_3_not_as_a_failed_gate_here_and_on_a_driver(tmp_path, capsys, monkeypatch):

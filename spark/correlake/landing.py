@@ -12,6 +12,7 @@ from .errors import UsageError
 
 SUFFIXES = (".jsonl", ".jsonl.gz")
 HIDDEN = (".", "_")  # names Spark's file sources skip (and producers' usual temporary names)
+HIDDEN_WHY = "hidden name: starts with . or _"
 
 
 @dataclass(frozen=True)
@@ -46,8 +47,8 @@ def check_locations(landing: str, lake: str) -> None:
 
 def _scan(landing: str | Path, stream: str) -> tuple[list[str], list[tuple[str, str]]]:
     """The landing files under `<landing>/<stream>/`, at any depth (links to folders
-    followed, each folder read once), and what a run will not read there: (relative
-    path, why: empty for a name that is not a landing file's)."""
+    followed, each folder read once, hidden ones not), and what a run will not read
+    there: (relative path, why: empty for a name that is not a landing file's)."""
     root = Path(landing) / stream
     files, notes = [], []
 
@@ -64,12 +65,15 @@ def _scan(landing: str | Path, stream: str) -> tuple[list[str], list[tuple[str, 
             subfolders[:] = []
             continue
         seen.add(real)
+        for name in sorted(d for d in subfolders if d.startswith(HIDDEN)):  # a producer's staging folder
+            notes.append((os.path.relpath(os.path.join(folder, name), landing) + "/", HIDDEN_WHY))
+        subfolders[:] = [d for d in subfolders if not d.startswith(HIDDEN)]
         for name in names:
             path = os.path.join(folder, name)
             if not name.endswith(SUFFIXES):
                 note(path)
             elif name.startswith(HIDDEN):
-                note(path, "hidden name: starts with . or _")
+                note(path, HIDDEN_WHY)
             elif why := _unreadable(path):
                 note(path, why)
             else:
