@@ -15,6 +15,7 @@ import subprocess
 import sys
 
 import pytest
+from pyspark.sql import functions as F
 
 from correlake import cli, pipeline, stages
 from correlake.config import table_path
@@ -141,7 +142,7 @@ def test_a_failed_run_leaves_every_table_as_it_was(spark, tmp_path, monkeypatch)
     def crash(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(stages, "refresh_statuses", crash)  # after the gold MERGEs
+    monkeypatch.setattr(stages, "_run_row", crash)  # after every table's write
     with pytest.raises(RuntimeError):
         pipeline.run(spark, str(landing), lake_dir)
     assert {name: table(spark, lake_dir, name).count() for name in before} == before
@@ -330,3 +331,20 @@ def test_as_of_moves_statuses_without_new_records(spark, tmp_path, capsys):
     before = versions(lake_dir)
     assert cli.main(run) == 0
     assert "no table changed" in capsys.readouterr().out and versions(lake_dir) == before
+
+
+def test_records_that_move_as_of_re_evaluate_every_message_and_late_ones_only_their_keys(spark, tmp_path):
+    """A run whose records move as_of re-evaluates every message, of keys it did not touch
+    too, in one rewrite of gold/messages; late records, which leave as_of where it was,
+    restate their keys' rows alone (a MERGE)."""
+    landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
+    for name, record in (("a", m(1, key="a", ttl_ms=1000)), ("b", m(5000, key="b", ttl_ms=1000)),
+                         ("c", m(2, key="c", ttl_ms=60_000))):
+        write_jsonl(landing / "messages" / f"{name}.jsonl", [record])
+        pipeline.run(spark, str(landing), lake_dir)
+    rows = table(spark, lake_dir, "messages").select("message_key", "status", F.unix_millis("as_of")).collect()
+    assert sorted(tuple(r) for r in rows) == [(1, "EXPIRED", T0 + 5000), (2, "BUFFERED", T0 + 5000),
+                                              (5000, "BUFFERED", T0 + 5000)]
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{table_path(lake_dir, 'messages')}`").orderBy("version").collect()
+    assert [(r["operation"], r["operationParameters"].get("mode")) for r in history][1:] == [
+        ("WRITE", "Overwrite"), ("MERGE", None)]

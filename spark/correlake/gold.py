@@ -74,13 +74,17 @@ def gold_tables(engine_out: DataFrame, silver_messages: DataFrame, as_of_millis:
     correlations = table("correlation", "correlations")
     counts = correlations.groupBy("message_key").agg(F.count("*").cast("int").alias("correlation_count"))
     messages = (silver_messages.join(counts, "message_key", "left")
-                .withColumn("correlation_count", F.coalesce("correlation_count", F.lit(0)))
-                .withColumn("as_of", F.timestamp_millis(F.lit(as_of_millis)))
-                .withColumn("status", F.expr(render("message_status", as_of="as_of")))
-                .select(*GOLD["messages"].fieldNames()))
+                .withColumn("correlation_count", F.coalesce("correlation_count", F.lit(0))))
+    messages = at_as_of(messages, as_of_millis).select(*GOLD["messages"].fieldNames())
     return {
         "correlations": correlations,
         "messages": messages,
         "subscriptions": table("subscription", "subscriptions"),
         "message_started_instances": table("instance", "message_started_instances"),
     }
+
+
+def at_as_of(messages: DataFrame, as_of_millis: int | None) -> DataFrame:
+    """Gold messages with `as_of` and their status at that time (semantics rule 23)."""
+    return (messages.withColumn("as_of", F.timestamp_millis(F.lit(as_of_millis)))
+            .withColumn("status", F.expr(render("message_status", as_of="as_of"))))

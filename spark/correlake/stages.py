@@ -24,7 +24,7 @@ from .config import (AIRFLOW_LOCK_WAIT_SECONDS, GOLD_TABLES, STAGED_RUN_MAX_AGE_
                      default_max_quarantine_ratio, table_path)
 from .gates import GateFailed
 from .landing import new_files
-from .merge import refresh_statuses, restate
+from .merge import current_as_of, restate, rewrite_messages
 from .result import RunResult
 from .schemas import (GOLD, GOLD_KEYS, INGESTED_FILE, INGESTED_FILES, KEY_GROUPS, RUNS, SCOPE, as_timestamps, struct,
                       with_millis)
@@ -214,8 +214,6 @@ class StagedRun:
         spark, result = self.spark, self.result
         writes = self._rebuild_writes() if result.rebuild else self._incremental_writes()
         run_concurrently(writes)
-        if result.as_of is not None and not result.rebuild:
-            refresh_statuses(spark, table_path(self.lake_dir, "messages"), result.as_of)
         lake.append(_run_row(spark, result), self.lake_dir, "runs", self.run_id)
 
     def _rebuild_writes(self) -> list:
@@ -229,7 +227,9 @@ class StagedRun:
         get, lake_dir, run_id = self._frame, self.lake_dir, self.run_id
         scope = get("scope").select(*SCOPE)
         # the MERGEs first: they take longest
-        writes = [lambda n=name: self._restate(n, GOLD[n], scope, GOLD_KEYS[n]) for name in GOLD_TABLES]
+        writes = [lambda n=name: self._restate(n, GOLD[n], scope, GOLD_KEYS[n]) for name in GOLD_TABLES
+                  if name != "messages"]
+        writes.append(lambda: self._write_messages(scope))
         writes.append(lambda: self._restate("silver_messages", silver.SILVER_MESSAGE, scope, ["message_key"]))
         changes = get("key_groups")
         if self.plan.versions["key_groups"] < 0 or not changes.isEmpty():
@@ -240,6 +240,15 @@ class StagedRun:
                    for name in ("quarantine", "ingested_files", "silver_workflow_events")]
         writes += [lambda s=s: lake.append(get(f"bronze_{s}"), lake_dir, f"bronze_{s}", run_id) for s in STREAMS]
         return writes
+
+    def _write_messages(self, scope: DataFrame) -> None:
+        """gold/messages: the scope's rows restated; every row rewritten if `as_of` moved."""
+        path, as_of = table_path(self.lake_dir, "messages"), self.result.as_of
+        if self.plan.versions["messages"] < 0 or as_of is None or as_of == current_as_of(self.spark, path):
+            self._restate("messages", GOLD["messages"], scope, GOLD_KEYS["messages"])
+        else:
+            rewrite_messages(self.spark, path, as_of, self._frame("messages").select(*GOLD["messages"].fieldNames()),
+                             scope)
 
     def _restate(self, name: str, schema, scope: DataFrame, keys: list[str]) -> None:
         """Restate the scope's rows of a table with a MERGE; a new table is simply created."""
@@ -343,14 +352,14 @@ def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult
     messages = table_path(lake_dir, "messages")
     if target is None or not lake.is_table(messages):
         return result
-    current = spark.read.format("delta").load(messages).agg(F.max(F.unix_millis("as_of"))).first()[0]
+    current = current_as_of(spark, messages)
     if current is None or target == current:
         return result
     result.as_of_before = current
     if not dry_run:
         result.run_id = _new_run_id()
         with _journalled(spark, lake_dir, result.run_id):
-            refresh_statuses(spark, messages, target)
+            rewrite_messages(spark, messages, target)
             lake.append(_run_row(spark, result), lake_dir, "runs", result.run_id)
     return result
 
