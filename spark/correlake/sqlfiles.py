@@ -18,10 +18,6 @@ def render(name: str, **params) -> str:
     return load(name).format(**params)
 
 
-def timestamp_literal(millis: int) -> str:
-    return f"timestamp_millis({int(millis)})"
-
-
 def delta_table(path: str) -> str:
     """The Delta table at `path` as Spark SQL names it: delta.`<path>` (backticks doubled)."""
     return "delta.`" + path.replace("`", "``") + "`"
