@@ -133,7 +133,7 @@ def main() -> None:
     from correlake.config import SparkSettings
     from correlake.maintain import maintain
     from correlake.session import get_spark
-    from correlake.workload import BASE_MS, generate
+    from correlake.workload import BASE_MS, HOUR_MS, generate
 
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
@@ -151,7 +151,7 @@ def main() -> None:
 
     for hour in range(args.runs):
         generate(landing, args.messages, args.events, "uniform", seed=hour + 1, files=1,
-                 first_position=1 + hour * POSITIONS_PER_HOUR, start_ms=BASE_MS + hour * 3_600_000,
+                 first_position=1 + hour * POSITIONS_PER_HOUR, start_ms=BASE_MS + hour * HOUR_MS,
                  key_count=args.keys)
         for v in variants:
             lake, entry = out / v / "lake", report["variants"][v]

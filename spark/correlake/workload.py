@@ -11,6 +11,7 @@ import random
 from pathlib import Path
 
 BASE_MS = 1_790_000_000_000
+HOUR_MS = 3_600_000  # a batch's records span one hour
 
 
 def _keys(rng: random.Random, n: int, skew: str, count: int) -> list[str]:
@@ -35,10 +36,9 @@ def generate(landing: Path, messages: int, events: int, skew: str, seed: int = 1
             ev_rows.append({"position": pos, "type": "PROCESS_DEPLOYED", "timestamp": start_ms - 1, "bpmn_process_id": p,
                             "process_version": 1, "message_start_events": ["start"] if p == "order" else []})
             pos += 1
-    span = 3_600_000
     for i, key in enumerate(_keys(rng, messages, skew, key_count)):
         name = "start" if rng.random() < 0.1 else rng.choice(["pay", "ship", "cancel"])
-        m = {"position": pos, "name": name, "correlation_key": key, "published_at": start_ms + rng.randrange(span),
+        m = {"position": pos, "name": name, "correlation_key": key, "published_at": start_ms + rng.randrange(HOUR_MS),
              "ttl_ms": rng.choice([0, 60_000, 3_600_000])}
         if rng.random() < 0.1:
             m["message_id"] = f"id{i % 1000}"
@@ -47,7 +47,7 @@ def generate(landing: Path, messages: int, events: int, skew: str, seed: int = 1
     keys = _keys(rng, events // 3 + 1, skew, key_count)  # an element instance's subscriptions share a key
     for i in range(events):
         key = keys[i // 3]
-        t = start_ms + rng.randrange(span)
+        t = start_ms + rng.randrange(HOUR_MS)
         r = rng.random()
         eik = f"e{first_position}-{i // 3}"
         if r < 0.7:
