@@ -6,7 +6,8 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from .engine import correlate_partition
-from .schemas import ENGINE_OUT, GOLD, as_timestamps
+from .hints import broadcast_if_small
+from .schemas import ENGINE_OUT, GOLD, SCOPE, as_timestamps
 from .sequential import sequential_pass
 from .silver import millis, pair_key
 from .sqlfiles import render
@@ -88,3 +89,13 @@ def at_as_of(messages: DataFrame, as_of_millis: int | None) -> DataFrame:
     """Gold messages with `as_of` and their status at that time (semantics rule 23)."""
     return (messages.withColumn("as_of", F.timestamp_millis(F.lit(as_of_millis)))
             .withColumn("status", F.expr(render("message_status", as_of="as_of"))))
+
+
+def messages_at(messages: DataFrame, as_of_millis: int, rows: DataFrame | None = None,
+                scope: DataFrame | None = None) -> DataFrame:
+    """gold/messages (`messages`) with every status evaluated again at `as_of`, the `scope`
+    keys' rows replaced by `rows`. A new `as_of` changes every row: writing this frame once
+    does what a MERGE and an UPDATE of every row would, in about half the time."""
+    if rows is not None:
+        messages = messages.join(broadcast_if_small(scope)(scope), SCOPE, "left_anti").unionByName(rows)
+    return at_as_of(messages, as_of_millis)

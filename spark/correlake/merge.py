@@ -1,4 +1,4 @@
-"""Restating table rows with the Delta MERGE of `sql/restate.sql`; rewriting gold/messages at a new `as_of`."""
+"""Restating table rows with the Delta MERGE of `sql/restate.sql`."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import itertools
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from .gold import at_as_of
 from .hints import broadcast_if_small
 from .schemas import SCOPE
 from .sqlfiles import delta_table, render
@@ -44,19 +43,3 @@ def restate(spark: SparkSession, target_path: str, rows: DataFrame, scope: DataF
         ))
     finally:
         spark.catalog.dropTempView(view)
-
-
-def rewrite_messages(spark: SparkSession, target_path: str, as_of_millis: int, rows: DataFrame | None = None,
-                     scope: DataFrame | None = None) -> None:
-    """Rewrite gold/messages with every status evaluated at `as_of` (semantics rule 23),
-    the `scope` keys' rows replaced by `rows`. A new `as_of` changes every row: one
-    overwrite does what a MERGE and an UPDATE of every row would, in about half the time."""
-    messages = spark.read.format("delta").load(target_path)
-    if rows is not None:
-        messages = messages.join(broadcast_if_small(scope)(scope), SCOPE, "left_anti").unionByName(rows)
-    at_as_of(messages, as_of_millis).write.format("delta").mode("overwrite").save(target_path)
-
-
-def current_as_of(spark: SparkSession, messages_path: str) -> int | None:
-    """The `as_of` of gold/messages (epoch millis; every row has the same), None if it has no rows."""
-    return spark.read.format("delta").load(messages_path).agg(F.max(F.unix_millis("as_of"))).first()[0]

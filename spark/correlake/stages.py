@@ -24,7 +24,8 @@ from .config import (AIRFLOW_LOCK_WAIT_SECONDS, GOLD_TABLES, STAGED_RUN_MAX_AGE_
                      default_max_quarantine_ratio, table_path)
 from .gates import GateFailed
 from .landing import new_files
-from .merge import current_as_of, restate, rewrite_messages
+from .gold import messages_at
+from .merge import restate
 from .result import RunResult
 from .schemas import (GOLD, GOLD_KEYS, INGESTED_FILE, INGESTED_FILES, KEY_GROUPS, RUNS, SCOPE, as_timestamps, struct,
                       with_millis)
@@ -243,12 +244,12 @@ class StagedRun:
 
     def _write_messages(self, scope: DataFrame) -> None:
         """gold/messages: the scope's rows restated; every row rewritten if `as_of` moved."""
-        path, as_of = table_path(self.lake_dir, "messages"), self.result.as_of
-        if self.plan.versions["messages"] < 0 or as_of is None or as_of == current_as_of(self.spark, path):
+        as_of, current = self.result.as_of, lake.read(self.spark, self.lake_dir, "messages", GOLD["messages"])
+        if self.plan.versions["messages"] < 0 or as_of is None or as_of == _current_as_of(current):
             self._restate("messages", GOLD["messages"], scope, GOLD_KEYS["messages"])
         else:
-            rewrite_messages(self.spark, path, as_of, self._frame("messages").select(*GOLD["messages"].fieldNames()),
-                             scope)
+            rows = self._frame("messages").select(*GOLD["messages"].fieldNames())
+            lake.overwrite(messages_at(current, as_of, rows, scope), self.lake_dir, "messages", self.run_id)
 
     def _restate(self, name: str, schema, scope: DataFrame, keys: list[str]) -> None:
         """Restate the scope's rows of a table with a MERGE; a new table is simply created."""
@@ -349,19 +350,24 @@ def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult
     default). A refresh is a run of no files, recorded in `_meta/runs`; a dry run changes nothing."""
     target = as_of if as_of is not None else last_event_time
     result = RunResult(None, nothing_new=True, as_of=target)
-    messages = table_path(lake_dir, "messages")
-    if target is None or not lake.is_table(messages):
+    if target is None or not lake.is_table(table_path(lake_dir, "messages")):
         return result
-    current = current_as_of(spark, messages)
+    messages = lake.read(spark, lake_dir, "messages", GOLD["messages"])
+    current = _current_as_of(messages)
     if current is None or target == current:
         return result
     result.as_of_before = current
     if not dry_run:
         result.run_id = _new_run_id()
         with _journalled(spark, lake_dir, result.run_id):
-            rewrite_messages(spark, messages, target)
+            lake.overwrite(messages_at(messages, target), lake_dir, "messages", result.run_id)
             lake.append(_run_row(spark, result), lake_dir, "runs", result.run_id)
     return result
+
+
+def _current_as_of(messages: DataFrame) -> int | None:
+    """The `as_of` of gold/messages (epoch millis; every row has the same), None if it has no rows."""
+    return messages.agg(F.max(F.unix_millis("as_of"))).first()[0]
 
 
 def _bronze_stats(classified: DataFrame, result: RunResult, last_event_time: int | None) -> None:
