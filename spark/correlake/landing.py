@@ -52,12 +52,12 @@ def _scan(landing: str | Path, stream: str) -> tuple[list[str], list[tuple[str, 
     root = Path(landing) / stream
     files, notes = [], []
 
-    def note(path: str, why: str = "") -> None:
-        notes.append((os.path.relpath(path, landing), why))
+    def note(path: str, why: str = "", folder: bool = False) -> None:
+        notes.append((os.path.relpath(path, landing) + ("/" if folder else ""), why))
 
     def unreadable_folder(exc: OSError) -> None:
         if exc.filename != str(root) or root.is_dir():  # a missing stream folder is noted by `unread`
-            notes.append((os.path.relpath(exc.filename, landing) + "/", exc.strerror or str(exc)))
+            note(exc.filename, exc.strerror or str(exc), folder=True)
 
     seen = set()
     for folder, subfolders, names in os.walk(root, onerror=unreadable_folder, followlinks=True):
@@ -66,7 +66,7 @@ def _scan(landing: str | Path, stream: str) -> tuple[list[str], list[tuple[str, 
             continue
         seen.add(real)
         for name in sorted(d for d in subfolders if d.startswith(HIDDEN)):  # a producer's staging folder
-            notes.append((os.path.relpath(os.path.join(folder, name), landing) + "/", HIDDEN_WHY))
+            note(os.path.join(folder, name), HIDDEN_WHY, folder=True)
         subfolders[:] = [d for d in subfolders if not d.startswith(HIDDEN)]
         for name in names:
             path = os.path.join(folder, name)

@@ -248,16 +248,20 @@ class StagedRun:
         if self.plan.versions["messages"] < 0 or as_of is None or as_of == _current_as_of(current):
             self._restate("messages", GOLD["messages"], scope, GOLD_KEYS["messages"])
         else:
-            rows = self._frame("messages").select(*GOLD["messages"].fieldNames())
+            rows = self._rows("messages", GOLD["messages"])
             lake.overwrite(messages_at(current, as_of, rows, scope), self.lake_dir, "messages", self.run_id)
 
     def _restate(self, name: str, schema, scope: DataFrame, keys: list[str]) -> None:
         """Restate the scope's rows of a table with a MERGE; a new table is simply created."""
-        rows = self._frame(name).select(*schema.fieldNames())
+        rows = self._rows(name, schema)
         if self.plan.versions[name] < 0:
             lake.create(rows, self.lake_dir, name, self.run_id)
         else:
             restate(self.spark, table_path(self.lake_dir, name), rows, scope, keys)
+
+    def _rows(self, name: str, schema) -> DataFrame:
+        """The run's frame of table `name`, in the table's columns."""
+        return self._frame(name).select(*schema.fieldNames())
 
     def discard(self) -> None:
         self.store.clear()
