@@ -1,5 +1,6 @@
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -29,6 +30,20 @@ def demo_lake(spark, tmp_path_factory):
     write_demo_landing(root / "landing", hours=1)
     pipeline.run(spark, str(root / "landing"), str(root / "lake"))
     return str(root / "lake")
+
+
+@pytest.fixture(scope="session")
+def served(tmp_path_factory):
+    """The test session's long-lived driver (`correlake serve`): (socket, log file). Child
+    processes that run the pipeline call it (CORRELAKE_DRIVER) rather than start a JVM each."""
+    from helpers import start_driver
+
+    process, socket, log = start_driver(tmp_path_factory.mktemp("driver"))
+    yield socket, log
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(60) == 0
+    assert log.read_text().rstrip().endswith("correlake driver: stopped by SIGTERM")
+    assert not socket.exists() and not socket.with_name("driver.sock.key").exists()
 
 
 # -- Airflow (tests/test_airflow_*.py) -------------------------------------------------

@@ -127,3 +127,15 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def start_driver(root: Path):
+    """A `correlake serve` process (no warm-up, 1 GB heap), once it serves: (process, socket, log file)."""
+    import os
+
+    from correlake import driver
+
+    socket, log = root / "driver.sock", root / "driver.log"
+    process = driver.spawn(socket, log, warm_up_rounds=0, env={**os.environ, "CORRELAKE_DRIVER_MEMORY": "1g"},
+                           timeout=180)
+    return process, socket, log

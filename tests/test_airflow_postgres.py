@@ -1,6 +1,7 @@
 """Airflow on PostgreSQL metadata, the option beside SQLite: a throwaway PostgreSQL
 server, `airflow db migrate` on it and `airflow dags test` of the DAG in a child
-process. Airflow records the run in PostgreSQL; gold equals the CLI's."""
+process, whose tasks run their stages on the test session's driver. Airflow records
+the run in PostgreSQL; gold equals the CLI's."""
 
 from __future__ import annotations
 
@@ -61,7 +62,7 @@ def postgres():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_the_dag_runs_with_its_metadata_in_postgresql(spark, postgres, tmp_path):
+def test_the_dag_runs_with_its_metadata_in_postgresql(spark, postgres, served, tmp_path):
     import psycopg2
 
     landing, lake, home = tmp_path / "landing", tmp_path / "lake", tmp_path / "airflow_home"
@@ -72,6 +73,7 @@ def test_the_dag_runs_with_its_metadata_in_postgresql(spark, postgres, tmp_path)
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": postgres,
         "AIRFLOW_VAR_CORRELAKE_LANDING": str(landing),
         "AIRFLOW_VAR_CORRELAKE_LAKE": str(lake),
+        "CORRELAKE_DRIVER": str(served[0]),
     })
     for command in (["db", "migrate"], ["dags", "reserialize"], ["dags", "test", "correlake_hourly"]):
         start = time.perf_counter()

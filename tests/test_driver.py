@@ -1,6 +1,7 @@
 """The long-lived driver (`correlake serve`, `driver.call`): runs and Airflow's stages on it
 give the gold of an in-process run; errors travel back as themselves; only key holders
-are served; a driver that is absent or gone is a clear fallback or error."""
+are served; a driver that is absent or gone is a clear fallback or error. The driver
+`served` is the test session's (conftest.py), which other modules' child processes use too."""
 
 from __future__ import annotations
 
@@ -22,28 +23,9 @@ import pytest
 from correlake import driver, pipeline
 from correlake.demo import write_demo_landing
 from correlake.gates import GateFailed
-from helpers import sorted_gold
+from helpers import sorted_gold, start_driver
 
 CORRELAKE = str(Path(sys.executable).with_name("correlake"))
-
-
-def _start_driver(root: Path) -> tuple[subprocess.Popen, Path, Path]:
-    """A `correlake serve` process (no warm-up, 1 GB heap), once it serves: (process, socket, log file)."""
-    socket, log = root / "driver.sock", root / "driver.log"
-    process = driver.spawn(socket, log, warm_up_rounds=0, env={**os.environ, "CORRELAKE_DRIVER_MEMORY": "1g"},
-                           timeout=180)
-    return process, socket, log
-
-
-@pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """A driver for this module's tests: (socket, log file)."""
-    process, socket, log = _start_driver(tmp_path_factory.mktemp("driver"))
-    yield socket, log
-    process.send_signal(signal.SIGTERM)
-    assert process.wait(60) == 0
-    assert log.read_text().rstrip().endswith("correlake driver: stopped by SIGTERM")
-    assert not socket.exists() and not socket.with_name("driver.sock.key").exists()
 
 
 @pytest.fixture(scope="module")
@@ -129,7 +111,7 @@ def test_a_caller_gone_mid_call_stops_its_call_and_the_driver_serves_on(served, 
 
 
 def test_a_driver_whose_jvm_died_fails_the_call_and_stops(landing_and_local_lake, tmp_path):
-    process, socket, log = _start_driver(tmp_path)
+    process, socket, log = start_driver(tmp_path)
     os.kill(driver.jvm_pid(process), signal.SIGKILL)  # as the kernel's OOM killer would
     landing, _ = landing_and_local_lake
     failed = _cli(socket, "run", "--landing", str(landing), "--lake", str(tmp_path / "lake"))

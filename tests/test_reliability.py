@@ -134,11 +134,13 @@ def test_a_crashed_first_run_leaves_no_table_folder_behind(spark, tmp_path):
     assert lake.unfinished_run(lake_dir) is None
 
 
-def test_two_runs_at_once_one_proceeds_the_other_waits_or_is_refused(spark, world, tmp_path, capsys):
+def test_two_runs_at_once_one_proceeds_the_other_waits_or_is_refused(spark, world, served, tmp_path, capsys):
+    """The first run is another process's: the test session's driver, called by a `correlake run`."""
     landing, base, _, reference = world
     lake_dir = copy_lake(base, tmp_path / "lake")
     first = subprocess.Popen([sys.executable, "-m", "correlake.cli", "run", "--landing", str(landing),
                               "--lake", lake_dir, "--max-quarantine-ratio", "1"],
+                             env={**os.environ, "CORRELAKE_DRIVER": str(served[0])},
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lock = Path(lake_dir) / "_state" / "lock"
     deadline = time.time() + 300
