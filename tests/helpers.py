@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
+import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
-from correlake import lake
+from correlake import driver, lake
 from correlake.config import GOLD_TABLES, TABLES, table_path
 from correlake.parsing import parse_line
 from correlake.schemas import GOLD, GOLD_TIMES
@@ -129,13 +131,9 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_driver(root: Path):
+def start_driver(root: Path) -> tuple[subprocess.Popen, Path, Path]:
     """A `correlake serve` process (no warm-up, 1 GB heap), once it serves: (process, socket, log file)."""
-    import os
-
-    from correlake import driver
-
-    socket, log = root / "driver.sock", root / "driver.log"
-    process = driver.spawn(socket, log, warm_up_rounds=0, env={**os.environ, "CORRELAKE_DRIVER_MEMORY": "1g"},
+    address, log = root / "driver.sock", root / "driver.log"
+    process = driver.spawn(address, log, warm_up_rounds=0, env={**os.environ, "CORRELAKE_DRIVER_MEMORY": "1g"},
                            timeout=180)
-    return process, socket, log
+    return process, address, log
