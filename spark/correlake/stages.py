@@ -244,12 +244,14 @@ class StagedRun:
 
     def _write_messages(self, scope: DataFrame) -> None:
         """gold/messages: the scope's rows restated; every row rewritten if `as_of` moved."""
-        as_of, current = self.result.as_of, lake.read(self.spark, self.lake_dir, "messages", GOLD["messages"])
-        if self.plan.versions["messages"] < 0 or as_of is None or as_of == _current_as_of(current):
-            self._restate("messages", GOLD["messages"], scope, GOLD_KEYS["messages"])
-        else:
-            rows = self._rows("messages", GOLD["messages"])
-            lake.overwrite(messages_at(current, as_of, rows, scope), self.lake_dir, "messages", self.run_id)
+        as_of = self.result.as_of
+        if self.plan.versions["messages"] >= 0 and as_of is not None:  # the table is read only when it can move
+            current = lake.read(self.spark, self.lake_dir, "messages", GOLD["messages"])
+            if as_of != _current_as_of(current):
+                rows = self._rows("messages", GOLD["messages"])
+                lake.overwrite(messages_at(current, as_of, rows, scope), self.lake_dir, "messages", self.run_id)
+                return
+        self._restate("messages", GOLD["messages"], scope, GOLD_KEYS["messages"])
 
     def _restate(self, name: str, schema, scope: DataFrame, keys: list[str]) -> None:
         """Restate the scope's rows of a table with a MERGE; a new table is simply created."""
