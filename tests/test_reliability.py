@@ -94,11 +94,11 @@ def test_a_run_killed_anywhere_is_rolled_back_and_the_next_run_converges(spark, 
 def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, capfd, monkeypatch):
     """SIGTERM (a supervisor stopping `correlake run`) while publishing, here after the first
     MERGE: the run cancels its jobs, rolls back in its own process, says so in one line and
-    exits 143; the next run converges."""
+    exits 143; a second SIGTERM, during the rollback, waits for it to end. The next run converges."""
     landing, base, _, reference = world
     lake_dir = copy_lake(base, tmp_path / "term")
     before = snapshot(spark, lake_dir)
-    real, signalled = stages.restate, []
+    real, real_table, signalled, restored = stages.restate, lake.delta_table, [], []
 
     def restate_then_stop(*args, **kwargs):
         real(*args, **kwargs)
@@ -106,7 +106,14 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
             signalled.append(True)
             os.kill(os.getpid(), signal.SIGTERM)
 
+    def stop_again_while_restoring(path):
+        if not restored:  # once, before the rollback's first RESTORE
+            os.kill(os.getpid(), signal.SIGTERM)
+        restored.append(path)
+        return real_table(path)
+
     monkeypatch.setattr(stages, "restate", restate_then_stop)
+    monkeypatch.setattr(lake, "delta_table", stop_again_while_restoring)
     on_sigterm = signal.getsignal(signal.SIGTERM)
     capfd.readouterr()
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--max-quarantine-ratio", "1"]) == 143
@@ -115,7 +122,7 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
     assert "Traceback" not in err and " ERROR " not in err, err[-3000:]
     assert signal.getsignal(signal.SIGTERM) is on_sigterm  # as before the run
     assert lake.unfinished_run(lake_dir) is None and not (Path(lake_dir) / "_state" / "lock").exists()
-    assert snapshot(spark, lake_dir) == before
+    assert len(restored) >= 1 and snapshot(spark, lake_dir) == before
     monkeypatch.undo()
     pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
     assert snapshot(spark, lake_dir) == reference

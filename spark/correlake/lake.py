@@ -17,6 +17,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from .config import LOCK_FOREIGN_STALE_SECONDS, LOCK_STALE_SECONDS, TABLES, lake_state_dir, table_path
+from .session import interrupts_held
 from .sqlfiles import delta_table
 
 
@@ -228,11 +229,12 @@ def rollback(spark: SparkSession, lake: str) -> str | None:
             f"the journal of an unfinished run, {journal}, cannot be read ({exc}): its writes cannot be rolled "
             "back. Look at each table's DESCRIBE HISTORY, RESTORE what that run wrote, then remove the "
             "file") from None
-    for name, before in versions.items():
-        path = table_path(lake, name)
-        if before < 0:  # the run created the table, or began to (a log with no commit yet)
-            shutil.rmtree(path, ignore_errors=True)
-        elif version(path) != before:
-            spark.sql(f"RESTORE TABLE {delta_table(path)} TO VERSION AS OF {before}")
-    journal.unlink()
+    with interrupts_held():
+        for name, before in versions.items():
+            path = table_path(lake, name)
+            if before < 0:  # the run created the table, or began to (a log with no commit yet)
+                shutil.rmtree(path, ignore_errors=True)
+            elif version(path) != before:
+                spark.sql(f"RESTORE TABLE {delta_table(path)} TO VERSION AS OF {before}")
+        journal.unlink()
     return run_id

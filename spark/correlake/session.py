@@ -8,6 +8,7 @@ import signal
 import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 from .config import WRITE_THREADS, SparkSettings, state_dir
@@ -99,6 +100,29 @@ def interrupt_quietly(interrupt: type[BaseException]):
                 pass
         raise interrupt()
     return handler
+
+
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)  # SIGUSR1: the driver's caller is gone
+
+
+@contextmanager
+def interrupts_held():
+    """Hold interrupts until the block is done, then deliver them: a rollback is not
+    stopped halfway by a second Ctrl-C or SIGTERM (outside the main thread: as they come)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    handlers = {s: h for s in INTERRUPTS if (h := signal.getsignal(s)) is not None}  # None: not set from Python
+    for number in handlers:
+        signal.signal(number, lambda signum, frame: held.append(signum))
+    try:
+        yield
+    finally:
+        for number, handler in handlers.items():
+            signal.signal(number, handler)
+        for number in dict.fromkeys(held):
+            signal.raise_signal(number)
 
 
 def release(spark) -> None:
