@@ -4,6 +4,8 @@ stops the run with exit 1, a readable report, and gold left as it was."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -73,6 +75,38 @@ def test_validations_and_their_pages_outlive_the_process_until_maintenance_remov
     assert set(indexed()) == {str(pages[2].relative_to(docs))}  # no link to a removed page
     gates.check("bronze", bronze(10), lake_dir)
     assert len(set(indexed())) == 2 and not failed.exists()
+
+
+HOLD = """import fcntl, os, sys, time
+from pathlib import Path
+fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print("held", flush=True)
+deadline = time.monotonic() + 6
+while time.monotonic() < deadline and not any(Path(sys.argv[2]).rglob("*.json")):
+    time.sleep(0.05)
+print(len(list(Path(sys.argv[2]).rglob("*.json"))), flush=True)
+"""
+
+
+def test_a_gate_waits_while_another_process_writes_the_lakes_data_docs(spark, tmp_path):
+    """GX's index build deletes the pages of results it did not list, so the lake's results
+    and Data Docs are written by one process at a time: while another process holds them
+    (6 s here), a gate writes nothing."""
+    messages = frame(spark, [(1, "t", "k", T, 10)], "position bigint, tenant_id string, correlation_key string, "
+                     "published_at timestamp, ttl_ms bigint")
+    events = frame(spark, [], "position bigint, tenant_id string, type string, timestamp timestamp, "
+                              "element_type string, correlation_key string")
+    lake_dir, results = str(tmp_path), validation_results_dir(tmp_path)
+    gates._context(lake_dir)  # made before (GX's import, the suites' pages): the gate alone is timed
+    guard = data_docs_dir(tmp_path).parent / "docs.guard"
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(guard), str(results)], stdout=subprocess.PIPE,
+                              text=True)
+    assert holder.stdout.readline() == "held\n"
+    gates.check("bronze", gates.bronze_frames(messages, events), lake_dir)
+    assert holder.communicate(timeout=10)[0] == "0\n"  # written while it held the guard: none
+    assert len(list(results.rglob("*.json"))) == 1
+    assert len(list(data_docs_dir(tmp_path).glob("validations/bronze/*/*/*.html"))) == 1
 
 
 def _silver(spark, rows):

@@ -21,6 +21,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from .config import DATA_DOCS_INDEX_VALIDATIONS, data_docs_dir, expectations_dir, validation_results_dir
+from .lake import flocked
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
@@ -270,25 +271,37 @@ def _run_time(folder: Path) -> datetime | None:
         return None
 
 
+def docs_guard(lake: str | Path):
+    """The lake's validation results and Data Docs written by one process at a time: an
+    index build deletes the pages of results it did not list, another process's newest among
+    them (Airflow's gate tasks run outside the lake's run lock)."""
+    folder = data_docs_dir(lake).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return flocked(folder / "docs.guard")
+
+
 def remove_validations(lake: str | Path, validations: list[Path]) -> None:
     """Remove these validations' results and pages, and the empty folders GX leaves behind
     when it removes a page itself; then build the index without them."""
-    for root in (validation_results_dir(lake), data_docs_dir(lake) / "validations"):
-        for folder in validations:
-            if (root / folder).exists():
-                shutil.rmtree(root / folder)
-        for folder, _, _ in os.walk(root, topdown=False):
-            if folder != str(root) and not os.listdir(folder):
-                os.rmdir(folder)
-    if validations:  # the index is built with pages: the suites' (the validations' would render each again)
-        _context(str(lake)).build_data_docs(site_names=["correlake"], resource_identifiers=_suite_pages())
+    with docs_guard(lake):
+        for root in (validation_results_dir(lake), data_docs_dir(lake) / "validations"):
+            for folder in validations:
+                if (root / folder).exists():
+                    shutil.rmtree(root / folder)
+            for folder, _, _ in os.walk(root, topdown=False):
+                if folder != str(root) and not os.listdir(folder):
+                    os.rmdir(folder)
+        if validations:  # the index is built with pages: the suites' (the validations' would render each again)
+            _context(str(lake)).build_data_docs(site_names=["correlake"], resource_identifiers=_suite_pages())
 
 
 def check(gate: str, frames: dict[str, DataFrame], lake: str) -> None:
     """Run the suites of a gate on its frames; raise GateFailed on any failing expectation."""
     lake = str(lake)
-    results = {name: validate(name, df.toPandas(), lake) for name, df in frames.items()}
-    pages = publish_docs(lake, [identifier for _, _, identifier in results.values()])
+    tables = {name: df.toPandas() for name, df in frames.items()}
+    with docs_guard(lake):
+        results = {name: validate(name, table, lake) for name, table in tables.items()}
+        pages = publish_docs(lake, [identifier for _, _, identifier in results.values()])
     report = []
     for (name, (success, failures, _)), page in zip(results.items(), pages):
         if not success:

@@ -131,15 +131,21 @@ def _holder(path: Path) -> dict | None:
 
 
 @contextmanager
-def _guarded(lake: str):
-    """Every change of the lake's lock file (taking it, taking a stale one over, releasing it)
-    one process at a time: two processes never both take over one stale lock."""
-    fd = os.open(_state(lake) / "lock.guard", os.O_CREAT | os.O_RDWR, 0o644)
+def flocked(path: Path):
+    """Hold an exclusive `flock` on `path` (created if need be) while the block runs: one
+    process at a time. Released when the block ends, or its process dies."""
+    fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # released when the file is closed, or its process dies
+        fcntl.flock(fd, fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)
+
+
+def _guarded(lake: str):
+    """Every change of the lake's lock file (taking it, taking a stale one over, releasing it)
+    one process at a time: two processes never both take over one stale lock."""
+    return flocked(_state(lake) / "lock.guard")
 
 
 def _take(lake: str, me: dict) -> dict | None:
