@@ -20,8 +20,9 @@ ELEMENT_TYPES = frozenset(
 READS_INTERRUPTING = frozenset({"BOUNDARY_EVENT", "EVENT_SUBPROCESS"})
 EVENT_TYPES = frozenset({"PROCESS_DEPLOYED", "SUBSCRIPTION_OPENED", "ELEMENT_LEFT", "INSTANCE_ENDED"})
 
-# contract.md *Times*: a date-time with an explicit offset (also the DAG's `as_of` form)
-ISO_WITH_OFFSET = (r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d+))?"
+# contract.md *Times*: a date-time with an explicit offset (also the DAG's `as_of` form);
+# seconds may be left out, as ISO-8601 allows (`2026-01-01T08:30Z`)
+ISO_WITH_OFFSET = (r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
                    r"(?:([Zz])|([+-])(\d{2}):(\d{2}))")
 _ISO = re.compile(ISO_WITH_OFFSET, re.ASCII)
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -80,7 +81,7 @@ def parse_time(value, field: str) -> int:
         if m:
             year, month, day, hour, minute, second, frac, zulu, sign, oh, om = m.groups()
             try:
-                local = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second),
+                local = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second or 0),
                                  tzinfo=timezone.utc)
             except ValueError as exc:
                 raise BadRecord(f"unparseable timestamp in {field}: {exc}") from None
