@@ -20,11 +20,12 @@ ELEMENT_TYPES = frozenset(
 READS_INTERRUPTING = frozenset({"BOUNDARY_EVENT", "EVENT_SUBPROCESS"})
 EVENT_TYPES = frozenset({"PROCESS_DEPLOYED", "SUBSCRIPTION_OPENED", "ELEMENT_LEFT", "INSTANCE_ENDED"})
 
-# contract.md *Times*: a date-time with an explicit offset (also the DAG's `as_of` form);
-# seconds may be left out, as ISO-8601 allows (`2026-01-01T08:30Z`)
-ISO_WITH_OFFSET = (r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
-                   r"(?:([Zz])|([+-])(\d{2}):(\d{2}))")
+# contract.md *Times*: a date-time (seconds may be left out, as ISO-8601 allows:
+# `2026-01-01T08:30Z`) with an explicit offset (also the DAG's `as_of` form)
+_DATE_TIME = r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
+ISO_WITH_OFFSET = _DATE_TIME + r"(?:([Zz])|([+-])(\d{2}):(\d{2}))"
 _ISO = re.compile(ISO_WITH_OFFSET, re.ASCII)
+_WITHOUT_OFFSET = re.compile(_DATE_TIME, re.ASCII)
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 MAX_MILLIS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
 MIN_MILLIS = -62_135_596_800_000  # 0001-01-01T00:00:00Z
@@ -96,7 +97,7 @@ def parse_time(value, field: str) -> int:
             if not MIN_MILLIS <= result <= MAX_MILLIS:
                 raise BadRecord(f"{field} out of range")
             return result
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}([.,]\d+)?)?", value, re.ASCII):
+        if _WITHOUT_OFFSET.fullmatch(value):
             raise BadRecord(f"timestamp without offset in {field}")
         raise BadRecord(f"unparseable timestamp in {field}")
     raise BadRecord(f"wrong type of {field}")
