@@ -54,3 +54,37 @@ def test_example_applies_deletion_vectors(spark, demo_lake, tmp_path):
     ours = example(str(lake), query.format(t="gold_subscriptions"))
     theirs = spark_rows(spark, query.format(t=delta_table(subscriptions)))
     assert ours == theirs and "SIBLING_CORRELATED" not in {r["close_reason"] for r in ours}
+
+
+def test_times_of_any_year_pass_the_gates_and_read_the_same_without_spark(spark, tmp_path):
+    """Years 1 to 9999 are valid times; pandas (in the gates) holds 1677-2262 only, and
+    Parquet's INT96 (Spark's default) is read wrapped by delta-rs outside that range."""
+    from correlake import pipeline
+    from helpers import write_landing
+
+    messages = [{"position": 1, "name": "m", "correlation_key": "a", "published_at": "1600-01-01T00:00:00Z"},
+                {"position": 2, "name": "m", "correlation_key": "b", "published_at": "2026-01-01T00:00:00Z",
+                 "ttl_ms": 10_000_000_000_000},  # deadline 2342-11-21T17:46:40Z
+                {"position": 3, "name": "m", "correlation_key": "c", "published_at": "0001-01-01T00:00:00Z",
+                 "ttl_ms": 0}]
+    events = [{"position": 1, "type": "SUBSCRIPTION_OPENED", "timestamp": "1600-01-01T00:00:01Z",
+               "bpmn_process_id": "p", "process_instance_key": "i", "element_instance_key": "e",
+               "element_type": "RECEIVE_TASK", "message_name": "m", "correlation_key": "a"},
+              {"position": 2, "type": "INSTANCE_ENDED", "timestamp": "2300-01-01T00:00:00Z",
+               "process_instance_key": "other"}]
+    lake = str(tmp_path / "lake")
+    result = pipeline.run(spark, str(write_landing(tmp_path / "landing", messages, events)), lake)
+    assert result.quarantined_total == 0 and result.correlations == 1
+
+    query = ("SELECT message_key, {ms}(published_at) AS published, {ms}(deadline) AS deadline, status, "
+             "{ms}(as_of) AS as_of FROM {t} ORDER BY message_key")
+    ours = example(lake, query.format(ms="epoch_ms", t="gold_messages"))
+    theirs = spark_rows(spark, query.format(ms="unix_millis", t=delta_table(table_path(lake, "messages"))))
+    assert ours == theirs
+    assert [(r["deadline"], r["status"]) for r in ours] == [
+        (-11676096000000 + 3_600_000, "CORRELATED"), (11767225600000, "BUFFERED"), (-62135596800000, "EXPIRED")]
+    assert {r["as_of"] for r in ours} == {10413792000000}
+    query = "SELECT message_key, {ms}(correlated_at) AS at FROM {t}"
+    assert example(lake, query.format(ms="epoch_ms", t="gold_correlations")) == spark_rows(
+        spark, query.format(ms="unix_millis", t=delta_table(table_path(lake, "correlations")))) == [
+        {"message_key": 1, "at": -11676096000000 + 1000}]

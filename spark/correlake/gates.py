@@ -19,6 +19,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import TimestampType
 
 from .config import DATA_DOCS_INDEX_VALIDATIONS, data_docs_dir, expectations_dir, validation_results_dir
 from .lake import flocked
@@ -165,6 +166,15 @@ def _started_instances_frame(i: DataFrame) -> DataFrame:
     return i.select("tenant_id", "process_instance_key", "started_at", "ended_at", lock_ok.alias("lock_ok"))
 
 
+def _to_pandas(df: DataFrame):
+    """`df` as a pandas frame, TIMESTAMP columns as ISO-8601 text (UTC, to the millisecond):
+    pandas holds times only within 1677-2262, the lake from year 1 to 9999; fixed-width text
+    orders as the times do, and reads as well in a failure's examples."""
+    iso = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"  # the session's time zone is UTC
+    return df.select(*(F.date_format(f.name, iso).alias(f.name) if isinstance(f.dataType, TimestampType)
+                       else F.col(f.name) for f in df.schema.fields)).toPandas()
+
+
 def _all(conditions):
     """The conjunction of some column conditions."""
     return reduce(lambda a, b: a & b, conditions)
@@ -298,7 +308,7 @@ def remove_validations(lake: str | Path, validations: list[Path]) -> None:
 def check(gate: str, frames: dict[str, DataFrame], lake: str) -> None:
     """Run the suites of a gate on its frames; raise GateFailed on any failing expectation."""
     lake = str(lake)
-    tables = {name: df.toPandas() for name, df in frames.items()}
+    tables = {name: _to_pandas(df) for name, df in frames.items()}
     with docs_guard(lake):
         results = {name: validate(name, table, lake) for name, table in tables.items()}
         pages = publish_docs(lake, [identifier for _, _, identifier in results.values()])

@@ -51,6 +51,9 @@ def get_spark(settings: SparkSettings | None = None):
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         "spark.driver.memory": settings.driver_memory,
         "spark.sql.session.timeZone": "UTC",
+        # Parquet's int64 microseconds, not Spark's default INT96 (nanoseconds, which other
+        # readers, delta-rs among them, wrap outside 1677-2262; the lake holds years 1 to 9999)
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         # Spark creates this folder at start; by default it would be an empty one in the working directory
         "spark.sql.warehouse.dir": str(state_dir() / "spark-warehouse"),
         "spark.ui.enabled": "false",
