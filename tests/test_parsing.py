@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from correlake.parsing import BadRecord, normalise_key, parse_line, parse_time
+from correlake.parsing import MAX_INT_DIGITS, BadRecord, normalise_key, parse_line, parse_time
 
 MSG = {"position": 1, "name": "m", "correlation_key": "k", "published_at": "2026-01-01T00:00:00Z"}
 OPEN = {"position": 2, "type": "SUBSCRIPTION_OPENED", "timestamp": 1767225600000, "bpmn_process_id": "p",
@@ -30,6 +30,16 @@ def bad(stream: str, raw: bytes) -> str:
 ])
 def test_correlation_keys_normalise(value, expected):
     assert normalise_key(value, "correlation_key") == expected
+
+
+def test_long_integers_are_read_exactly_up_to_a_limit():
+    digits = "9" * 5000  # past Python's default limit of 4,300 digits (was "invalid JSON")
+    raw = msg(variables={"big": 1}).replace(b'"big": 1', f'"big": {digits}'.encode())
+    record = parse_line("messages", raw.replace(b'"k"', f"-{digits}".encode()))[0]
+    assert record["correlation_key"] == f"-{digits}" and record["variables"] == f'{{"big":{digits}}}'
+    too_long = msg().replace(b'"k"', b"1" * (MAX_INT_DIGITS + 1))
+    assert bad("messages", too_long) == (f"number out of range: an integer of {MAX_INT_DIGITS + 1} digits "
+                                          f"(at most {MAX_INT_DIGITS})")
 
 
 @pytest.mark.parametrize("value", [True, None, [1], {"a": 1}])
