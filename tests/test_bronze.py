@@ -300,7 +300,29 @@ def test_gzip_lines_are_read(tmp_path):
     data = gzip.compress(b'{"position": 1}\n\n{"position": 2}\n')
     rows = list(parse_file("messages", "x.jsonl.gz", data))
     assert [r["_line"] for r in rows] == [1, 3]
-    assert list(parse_file("messages", "bad.jsonl.gz", b"not gzip"))[0]["reason"].startswith("unreadable gzip")
+    assert [(r["_line"], r["raw"], r["reason"]) for r in parse_file("messages", "bad.jsonl.gz", b"not gzip")] == [
+        (0, None, "unreadable gzip file: Error -3 while decompressing data: incorrect header check")]
+
+
+def test_a_gzip_file_that_breaks_off_gives_its_lines_up_to_there(tmp_path):
+    from correlake.bronze import parse_file
+
+    lines = [json.dumps(m(n, variables={"pad": "x" * 100 * n})).encode() for n in range(1, 41)]
+    whole = gzip.compress(b"\n".join(lines) + b"\n", mtime=0)
+
+    def outcome(data):
+        rows = list(parse_file("messages", "f.jsonl.gz", data))
+        bad = [(r["_line"], r["reason"]) for r in rows if r.get("reason")]
+        return [r["position"] for r in rows if not r.get("reason")], bad
+
+    last = gzip.compress(json.dumps(m(41)).encode())
+    assert outcome(whole + b"\0\0" + last) == (list(range(1, 42)), [])  # zero padding between members
+    assert outcome(whole + b"not gzip") == (list(range(1, 41)), [
+        (41, "unreadable gzip file after line 40: Error -3 while decompressing data: incorrect header check")])
+    good, bad = outcome(whole[:len(whole) * 3 // 4])
+    assert good == list(range(1, len(good) + 1)) and 10 < len(good) < 40
+    assert bad == [(len(good) + 1, f"unreadable gzip file after line {len(good)}: truncated (the file ends inside "
+                                   "a compressed block)")]
 
 
 def test_as_of_moves_statuses_without_new_records(spark, tmp_path, capsys):

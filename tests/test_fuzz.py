@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import zlib
 from collections import Counter
 from pathlib import Path
 
@@ -151,13 +152,22 @@ class FuzzLanding:
                               (f"{tag}-blank.jsonl.gz", gzip.compress(b"\n \n\r\n"))):
             (folder / name).write_bytes(content)
             self.lines[str(folder / name)] = 0
-        whole = gzip.compress(b"".join(dump(self.good(stream)) + b"\n" for _ in range(50)))
-        for name, content in ((f"{tag}-truncated.jsonl.gz", whole[:len(whole) // 2]),
-                              (f"{tag}-corrupt.jsonl.gz", bytes(self.rng.randrange(256) for _ in range(300))),
-                              (f"{tag}-garbage-after.jsonl.gz", whole + b"not gzip")):
+        (folder / f"{tag}-corrupt.jsonl.gz").write_bytes(bytes(self.rng.randrange(256) for _ in range(300)))
+        self.lines[str(folder / f"{tag}-corrupt.jsonl.gz")] = 1
+        self.bad[(str(folder / f"{tag}-corrupt.jsonl.gz"), 0)] = "unreadable gzip file: "
+        for name, cut in ((f"{tag}-truncated.jsonl.gz", True), (f"{tag}-garbage-after.jsonl.gz", False)):
+            records = [self.good(stream) for _ in range(50)]
+            whole = gzip.compress(b"".join(dump(r) + b"\n" for r in records))
+            content = whole[:len(whole) // 2] if cut else whole + b"not gzip"
             (folder / name).write_bytes(content)
-            self.lines[str(folder / name)] = 1
-            self.bad[(str(folder / name), 0)] = "unreadable gzip file"
+            # the lines before the break are read; the rest is one row, after them
+            complete = zlib.decompressobj(wbits=31).decompress(content).count(b"\n") if cut else 50
+            path = str(folder / name)
+            for number, record in enumerate(records[:complete], start=1):
+                self.records.append((path, number, stream, record))
+                self.history.append((stream, record))
+            self.lines[path] = complete + 1
+            self.bad[(path, complete + 1)] = f"unreadable gzip file after line {complete}: "
 
     def settle(self) -> None:
         """What becomes of this run's good records: the known record stands for its position,

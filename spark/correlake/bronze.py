@@ -5,7 +5,6 @@ Pure DataFrame functions; reading and writing tables is in `lake.py`.
 
 from __future__ import annotations
 
-import gzip
 import re
 import zlib
 
@@ -23,6 +22,7 @@ _PARSED_ARROW = to_arrow_schema(PARSED)
 # cannot build for names with a colon (`2026-01-01T00:00:00Z.jsonl`).
 _READ_OPTIONS = {"fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem", "fs.file.impl.disable.cache": "true"}
 _GLOB_CHARS = re.compile(r"([\\\[\]{}*?])")
+_GZIP_CHUNK = 1 << 20
 
 
 def _literal(path: str) -> str:
@@ -30,22 +30,38 @@ def _literal(path: str) -> str:
     return _GLOB_CHARS.sub(r"\\\1", path)
 
 
-def split_lines(path: str, content: bytes) -> list[bytes]:
-    """The lines of a file (gzip by suffix); CR-LF tolerated."""
-    if path.endswith(".gz") and content:
-        content = gzip.decompress(content)
-    lines = content.split(b"\n")
-    return [line[:-1] if line.endswith(b"\r") else line for line in lines]
+def gunzip(content: bytes) -> tuple[bytes, str | None]:
+    """Decompress every gzip member of `content`: (the bytes decompressed, None), or, where
+    it breaks off (truncated, corrupt, trailing garbage), the bytes up to there and why."""
+    out = []
+    while content := content.lstrip(b"\0"):  # zero padding after a member, as gzip allows
+        member = zlib.decompressobj(wbits=31)
+        try:
+            for start in range(0, len(content), _GZIP_CHUNK):  # output before a break is kept
+                out.append(member.decompress(content[start:start + _GZIP_CHUNK]))
+                if member.eof:
+                    break
+        except zlib.error as exc:
+            return b"".join(out), str(exc)
+        if not member.eof:
+            return b"".join(out), "truncated (the file ends inside a compressed block)"
+        content = member.unused_data
+    return b"".join(out), None
+
+
+def _lines(content: bytes) -> list[bytes]:
+    """A file's lines; CR-LF tolerated."""
+    return [line[:-1] if line.endswith(b"\r") else line for line in content.split(b"\n")]
 
 
 def parse_file(stream: str, path: str, content: bytes):
-    """One parsed row per non-blank line of a landing file."""
-    try:
-        lines = split_lines(path, content)
-    except (OSError, EOFError, zlib.error) as exc:
-        yield {"stream": stream, "_source_file": path, "_line": 0, "raw": None,
-               "reason": f"unreadable gzip file: {exc}"}
-        return
+    """One parsed row per non-blank line of a landing file (gzip by suffix). A gzip file that
+    breaks off gives its lines up to there, then one row for the rest: the partial line, and why."""
+    broken = None
+    if path.endswith(".gz") and content:
+        content, broken = gunzip(content)
+    lines = _lines(content)
+    partial = lines.pop() if broken is not None else None
     for number, raw in enumerate(lines, start=1):
         if not raw.strip(b" \t\r"):  # blank in JSON's sense: no record
             continue
@@ -59,6 +75,10 @@ def parse_file(stream: str, path: str, content: bytes):
             row.update(record)
             row["_record_hash"] = digest
         yield row
+    if broken is not None:
+        yield {"stream": stream, "_source_file": path, "_line": len(lines) + 1 if content else 0,
+               "raw": partial.decode("utf-8", errors="replace") or None,
+               "reason": f"unreadable gzip file{f' after line {len(lines)}' if lines else ''}: {broken}"}
 
 
 def parse_landing(spark: SparkSession, files: list[LandingFile]) -> DataFrame:
