@@ -42,10 +42,50 @@ def test_example_answers_as_spark_does(spark, demo_lake):
     assert ours == theirs and len(ours) == 3
 
 
+def test_the_contract_tables_are_read_by_every_delta_rs_reader(spark, tmp_path):
+    """Bronze, quarantine and gold have no deletion vectors, a table feature that delta-rs's
+    `to_pyarrow_table` and `to_pandas` refuse, also after a run restated gold rows; silver's
+    restated tables have the feature."""
+    from deltalake import DeltaTable
+
+    from correlake import pipeline
+    from correlake.config import DELETION_VECTOR_TABLES, GOLD_TABLES
+    from helpers import write_landing
+
+    def message(position, key, at):
+        return {"position": position, "name": "m", "correlation_key": key, "published_at": at}
+
+    def opened(position, key, at):
+        return {"position": position, "type": "SUBSCRIPTION_OPENED", "timestamp": at, "bpmn_process_id": "p",
+                "process_instance_key": f"i{position}", "element_instance_key": f"e{position}",
+                "element_type": "RECEIVE_TASK", "message_name": "m", "correlation_key": key}
+
+    lake = str(tmp_path / "lake")
+    t0 = 1767225600000
+    landing = write_landing(tmp_path / "landing", [message(1, "a", t0 + 10), message(2, "b", t0)],
+                            [opened(1, "a", t0 + 20), opened(2, "b", t0 + 5)], name="first")
+    pipeline.run(spark, str(landing), lake, max_quarantine_ratio=1.0)
+    write_landing(landing, [message(3, "a", t0 + 1), "not json"], [opened(3, "b", t0 + 1)], name="late")
+    pipeline.run(spark, str(landing), lake, max_quarantine_ratio=1.0)
+    correlations = spark.read.format("delta").load(table_path(lake, "correlations"))
+    assert {(r.message_key, r.element_instance_key) for r in correlations.collect()} == {(3, "e1"), (2, "e3")}  # moved
+
+    contract = ["bronze_messages", "bronze_workflow_events", "quarantine", *GOLD_TABLES]
+    for name in contract:
+        table = DeltaTable(table_path(lake, name))
+        assert table.protocol().min_reader_version == 1, name
+        assert table.to_pyarrow_table().num_rows == table.to_pandas().shape[0] == spark.read.format("delta").load(
+            table_path(lake, name)).count(), name
+    for name in DELETION_VECTOR_TABLES:
+        assert "deletionVectors" in DeltaTable(table_path(lake, name)).protocol().reader_features, name
+
+
 def test_example_applies_deletion_vectors(spark, demo_lake, tmp_path):
+    """Lakes written before 2026-11-25 have deletion vectors in gold too."""
     lake = tmp_path / "lake"
     shutil.copytree(Path(demo_lake) / "gold", lake / "gold")
     subscriptions = table_path(lake, "subscriptions")
+    spark.sql(f"ALTER TABLE {delta_table(subscriptions)} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
     spark.sql(f"DELETE FROM {delta_table(subscriptions)} WHERE close_reason = 'SIBLING_CORRELATED'")
     log = sorted((Path(subscriptions) / "_delta_log").glob("*.json"))[-1].read_text()
     assert '"deletionVector":{' in log  # Delta marked the rows deleted instead of rewriting the files

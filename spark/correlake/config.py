@@ -51,6 +51,10 @@ TABLES = {
     "message_started_instances": "gold/message_started_instances",
 }
 GOLD_TABLES = ("correlations", "messages", "subscriptions", "message_started_instances")
+# Silver's tables that MERGEs restate mark replaced rows in deletion vectors instead of
+# rewriting files. The contract's tables (bronze, quarantine, gold) have none: that table
+# feature would keep readers without it out (delta-rs's `to_pandas`, `to_pyarrow_table`).
+DELETION_VECTOR_TABLES = ("silver_messages", "key_groups")
 
 
 class ConfigError(ValueError):

@@ -16,7 +16,8 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
-from .config import LOCK_FOREIGN_STALE_SECONDS, LOCK_STALE_SECONDS, TABLES, lake_state_dir, table_path
+from .config import (DELETION_VECTOR_TABLES, LOCK_FOREIGN_STALE_SECONDS, LOCK_STALE_SECONDS, TABLES,
+                     lake_state_dir, table_path)
 from .session import interrupts_held
 from .sqlfiles import delta_table
 
@@ -60,8 +61,10 @@ def overwrite(df: DataFrame, lake: str, name: str, run_id: str) -> None:
 
 
 def create(df: DataFrame, lake: str, name: str, run_id: str) -> None:
-    """Create the table with `df` as its first version (deletion vectors on, for MERGEs)."""
-    _writer(df, run_id).option("delta.enableDeletionVectors", "true").save(table_path(lake, name))
+    """Create the table with `df` as its first version (deletion vectors on for some, see
+    DELETION_VECTOR_TABLES)."""
+    deletion_vectors = str(name in DELETION_VECTOR_TABLES).lower()
+    _writer(df, run_id).option("delta.enableDeletionVectors", deletion_vectors).save(table_path(lake, name))
 
 
 # -- the run lock --------------------------------------------------------------------

@@ -62,7 +62,6 @@ def get_spark(settings: SparkSettings | None = None):
         "spark.sql.adaptive.enabled": "true",
         "spark.databricks.delta.schema.autoMerge.enabled": "false",
         "spark.databricks.delta.snapshotPartitions": "2",
-        "spark.databricks.delta.properties.defaults.enableDeletionVectors": "true",
         "spark.databricks.delta.merge.repartitionBeforeWrite.enabled": "false",
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
         "spark.sql.maxPlanStringLength": "8192",  # long plans: explain strings cost minutes otherwise
