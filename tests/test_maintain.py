@@ -5,6 +5,7 @@ content unchanged, time travel within retention, an explicit zero retention vacu
 from __future__ import annotations
 
 import pytest
+from deltalake import DeltaTable
 
 from correlake import cli, lake, pipeline
 from correlake.config import TABLES, data_docs_dir, table_path, validation_results_dir
@@ -39,7 +40,11 @@ def lake_dir(spark, tmp_path_factory):
     generate(landing, 60, 60, "uniform", seed=2, files=2, first_position=10 ** 6, start_ms=BASE_MS + 3_600_000,
              key_count=75)  # the first hour's keys
     pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
-    # rows replaced in place, as a restating MERGE does in silver: deletion vectors
+    # rows replaced in place, as a restating MERGE does in silver, and in gold in lakes from
+    # before 2026-11-25: deletion vectors
+    gold = delta_table(table_path(lake_dir, "subscriptions"))
+    spark.sql(f"ALTER TABLE {gold} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    spark.sql(f"UPDATE {gold} SET correlation_count = correlation_count WHERE closed_at IS NULL")
     spark.sql(f"UPDATE {delta_table(table_path(lake_dir, 'silver_messages'))} SET ttl_ms = ttl_ms "
               "WHERE message_key % 2 = 0")
     return landing, lake_dir, contents(spark, lake_dir), versions(lake_dir)
@@ -53,7 +58,9 @@ def test_maintenance_compacts_and_changes_no_row(spark, lake_dir):
     assert contents(spark, lake_dir) == before
     assert all(t.files[1] <= t.files[0] for t in tables.values())
     assert tables["gold/messages"].files[0] > 1 == tables["gold/messages"].files[1]
-    assert {name for name, t in tables.items() if t.purged_dvs} == {"silver/messages"}
+    assert {name for name, t in tables.items() if t.purged_dvs} == {"silver/messages", "gold/subscriptions"}
+    assert [name for name, t in tables.items() if t.dropped_feature] == ["gold/subscriptions"]  # not silver's
+    assert DeltaTable(table_path(lake_dir, "subscriptions")).to_pandas().shape[0] == len(before["subscriptions"])
     assert all(t.vacuumed == 0 for t in tables.values())  # 168 h: every replaced file is still young
     assert result.validations == 0  # nor are the gates' validations of the two runs old
     assert all(t.on_disk[1] == t.on_disk[0] + t.files[1] for t in tables.values() if t.compacted)

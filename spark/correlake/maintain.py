@@ -1,5 +1,7 @@
 """Lake maintenance: compaction, deletion-vector purge, VACUUM and a log checkpoint per table;
 the gates' validations (results and Data Docs pages) past the same retention removed.
+The contract's tables of lakes written before 2026-11-25 lose their deletion-vector table
+feature (`DROP FEATURE`), so that readers without it can read them (see DELETION_VECTOR_TABLES).
 
 Maintenance rewrites files, never rows: every table reads the same before and after.
 It holds the lake's run lock (never beside a run) and first rolls back an unfinished
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 
 from . import lake
-from .config import TABLES, WRITE_THREADS, table_path
+from .config import DELETION_VECTOR_TABLES, TABLES, WRITE_THREADS, table_path
 from .errors import EXIT_OK, EXIT_USAGE, UsageError
 from .gates import old_validations, remove_validations
 from .session import run_concurrently
@@ -39,6 +41,7 @@ class TableReport:
     compacted: int = 0        # files rewritten by OPTIMIZE and REORG
     purged_dvs: int = 0       # deletion vectors folded into rewritten files
     vacuumed: int = 0         # files VACUUM deleted (dry run: would delete)
+    dropped_feature: bool = False  # the deletion-vector feature dropped (dry run: would be)
     seconds: float = 0.0
 
 
@@ -94,12 +97,16 @@ def _table(spark: SparkSession, name: str, path: str, retain_hours: float | None
     report = TableReport(TABLES[name])
     detail = _measure(spark, path, report)
     retain = "" if retain_hours is None else f" RETAIN {retain_hours:g} HOURS"
+    has_dvs = "deletionVectors" in detail["tableFeatures"]
+    report.dropped_feature = has_dvs and name not in DELETION_VECTOR_TABLES
     if dry_run:
         report.vacuumed = spark.sql(f"VACUUM {delta_table(path)}{retain} DRY RUN").count()
     else:
         _rewrite(spark, f"OPTIMIZE {delta_table(path)}", report)
-        if "deletionVectors" in detail["tableFeatures"]:  # what OPTIMIZE left: single files with few deletes
+        if has_dvs:  # what OPTIMIZE left: single files with few deletes
             _rewrite(spark, f"REORG TABLE {delta_table(path)} APPLY (PURGE)", report)
+        if report.dropped_feature:  # reader version 1 again (Delta keeps a checkpoint for older versions)
+            spark.sql(f"ALTER TABLE {delta_table(path)} DROP FEATURE deletionVectors")
         files_before_vacuum = _files(path)[0]
         spark.sql(f"VACUUM {delta_table(path)}{retain}")
         report.vacuumed = files_before_vacuum - _files(path)[0]
@@ -182,6 +189,9 @@ def summary(result: Maintenance) -> str:
     for t in result.tables:
         rows.append(f"{t.table:<34}{arrow(t.files):>14}{arrow(t.bytes, 1 << 20):>16}{arrow(t.on_disk):>16}"
                     f"{arrow(t.log_files):>12}{t.compacted:>11}{t.purged_dvs:>12}{t.vacuumed:>14}{t.seconds:>8}")
+    if dropped := [t.table for t in result.tables if t.dropped_feature]:
+        rows.append(f"deletion vectors {'would be' if result.dry_run else 'were'} dropped as a table feature from "
+                    f"{', '.join(dropped)}: readers without it (delta-rs's to_pandas) read them")
     docs = (f"gates: {'would remove' if result.dry_run else 'removed'} {result.validations} validations past the "
             "retention, with their Data Docs pages (each suite's latest kept)")
     return "\n".join(head + rows + [docs, f"total {result.seconds} s (tables are maintained {WRITE_THREADS} at a time: "
