@@ -304,8 +304,12 @@ def test_gzip_lines_are_read(tmp_path):
         (0, None, "unreadable gzip file: Error -3 while decompressing data: incorrect header check")]
 
 
-def test_a_gzip_file_that_breaks_off_gives_its_lines_up_to_there(tmp_path):
+@pytest.mark.parametrize("chunk", [1 << 20, 100])  # members and breaks within and across chunks
+def test_a_gzip_file_that_breaks_off_gives_its_lines_up_to_there(monkeypatch, chunk):
+    from correlake import bronze
     from correlake.bronze import parse_file
+
+    monkeypatch.setattr(bronze, "_GZIP_CHUNK", chunk)
 
     lines = [json.dumps(m(n, variables={"pad": "x" * 100 * n})).encode() for n in range(1, 41)]
     whole = gzip.compress(b"\n".join(lines) + b"\n", mtime=0)
@@ -317,6 +321,8 @@ def test_a_gzip_file_that_breaks_off_gives_its_lines_up_to_there(tmp_path):
 
     last = gzip.compress(json.dumps(m(41)).encode())
     assert outcome(whole + b"\0\0" + last) == (list(range(1, 42)), [])  # zero padding between members
+    assert outcome(gzip.compress(b"\n".join(lines[:20]) + b"\n") + gzip.compress(b"\n".join(lines[20:]))) == (
+        list(range(1, 41)), [])
     assert outcome(whole + b"not gzip") == (list(range(1, 41)), [
         (41, "unreadable gzip file after line 40: Error -3 while decompressing data: incorrect header check")])
     good, bad = outcome(whole[:len(whole) * 3 // 4])

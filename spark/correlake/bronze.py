@@ -35,17 +35,18 @@ def gunzip(content: bytes) -> tuple[bytes, str | None]:
     it breaks off (truncated, corrupt, trailing garbage), the bytes up to there and why."""
     out = []
     while content := content.lstrip(b"\0"):  # zero padding after a member, as gzip allows
-        member = zlib.decompressobj(wbits=31)
+        member, rest = zlib.decompressobj(wbits=31), b""
         try:
             for start in range(0, len(content), _GZIP_CHUNK):  # output before a break is kept
                 out.append(member.decompress(content[start:start + _GZIP_CHUNK]))
                 if member.eof:
+                    rest = member.unused_data + content[start + _GZIP_CHUNK:]
                     break
         except zlib.error as exc:
             return b"".join(out), str(exc)
         if not member.eof:
             return b"".join(out), "truncated (the file ends inside a compressed block)"
-        content = member.unused_data
+        content = rest
     return b"".join(out), None
 
 
