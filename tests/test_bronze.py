@@ -107,10 +107,11 @@ def test_later_run_replays_and_conflicts_against_bronze(mixed):
     write_jsonl(landing / "messages" / "later.jsonl", [m(3), m(4, key="changed"), m(9)])
     result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
     assert result.replays == 1
-    assert list(result.quarantined) == [
-        next(r["reason"] for r in table(spark, lake_dir, "quarantine").where("_line = 2").collect()
-             if r["_source_file"].endswith("later.jsonl"))]
-    assert "b.jsonl.gz:1" in list(result.quarantined)[0]
+    reason = next(r["reason"] for r in table(spark, lake_dir, "quarantine").where("_line = 2").collect()
+                  if r["_source_file"].endswith("later.jsonl"))
+    assert reason.startswith("conflicting position 4: differs from the record at") and "b.jsonl.gz:1" in reason
+    assert result.quarantined == {"conflicting position: differs from the record that stands for it (each line's "
+                                  "in quarantine)": 1}  # the run's summary: one count for every conflict
     assert table(spark, lake_dir, "messages").where("message_key = 4").first()["correlation_key"] == "k"
 
 
@@ -166,13 +167,16 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path / "messages" / "lake")]) == 2
     assert "cannot be the landing folder" in capsys.readouterr().err
     for name, value in (("CORRELAKE_MAX_QUARANTINE_RATIO", "abc"), ("CORRELAKE_MAX_QUARANTINE_RATIO", "5"),
-                        ("CORRELAKE_SHUFFLE_PARTITIONS", "0"), ("CORRELAKE_SPARK_CONF", "no-equals-sign")):
+                        ("CORRELAKE_SHUFFLE_PARTITIONS", "0"), ("CORRELAKE_SPARK_CONF", "no-equals-sign"),
+                        ("CORRELAKE_DRIVER_MEMORY", "banana"), ("CORRELAKE_SPARK_MASTER", "bogus")):
         with pytest.MonkeyPatch.context() as env:
             env.setenv(name, value)
             assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path / "lake")]) == 2
         assert capsys.readouterr().err.startswith(f"correlake: {name}: ")
     for bad in (["run", "--landing", str(tmp_path), "--lake", str(tmp_path), "--wait", "-5"],
-                ["demo", "--hours", "0"], ["demo", "--hours", "1.5"]):
+                ["demo", "--hours", "0"], ["demo", "--hours", "1.5"],
+                ["maintain", "--lake", str(tmp_path), "--retain-hours", "20000000"],  # was an OverflowError
+                ["sql", "--lake", str(tmp_path), "--out", str(tmp_path), "SELECT 1"]):
         with pytest.raises(SystemExit) as exc:
             cli.main(bad)
         assert exc.value.code == 2

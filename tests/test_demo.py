@@ -1,5 +1,5 @@
 """`correlake demo` (the README's main job): sample landing, a full run, findings;
-a second demo run finds nothing new."""
+a second demo run finds nothing new; another demo is refused in its folder."""
 
 from __future__ import annotations
 
@@ -18,3 +18,8 @@ def test_demo_runs_end_to_end_and_reruns_as_a_noop(spark, tmp_path, capsys):
     assert quarantine.count() == 2
     assert cli.main(["demo", "--dir", str(tmp_path), "--hours", "1"]) == 0
     assert "nothing new to ingest" in capsys.readouterr().out
+    landing = sorted(p.stat().st_mtime_ns for p in (tmp_path / "landing").rglob("*.jsonl*"))
+    assert cli.main(["demo", "--dir", str(tmp_path), "--hours", "2"]) == 2  # other records at the same positions
+    assert f"{tmp_path} holds the demo of --hours 1 --seed 7; for --hours 2 --seed 7 give another --dir" in (
+        capsys.readouterr().err)
+    assert sorted(p.stat().st_mtime_ns for p in (tmp_path / "landing").rglob("*.jsonl*")) == landing  # untouched

@@ -58,3 +58,19 @@ def test_chromium_draws_every_chart(report, tmp_path):
     png = shots["report"].read_bytes()
     assert png.startswith(b"\x89PNG") and int.from_bytes(png[16:20], "big") == 1200
     assert len(png) > 50_000 and png != shots["hidden"].read_bytes()
+
+
+def test_a_lake_of_quarantine_only_has_a_report_and_a_folder_is_no_out_file(spark, tmp_path, capsys):
+    from correlake import pipeline
+    from helpers import write_jsonl
+
+    landing, lake = tmp_path / "landing", str(tmp_path / "lake")
+    write_jsonl(landing / "messages" / "bad.jsonl", ['{"position": 1, "name": ', "not json"])
+    pipeline.run(spark, str(landing), lake, max_quarantine_ratio=1.0)  # gold's tables exist, empty
+    out = tmp_path / "report.html"
+    assert cli.main(["report", "--lake", lake, "--out", str(out)]) == 0  # was a crash on the missing as_of
+    html = out.read_text()
+    assert "statuses as of - UTC" in html and "<b>0</b><span>messages</span>" in html and "invalid JSON" in html
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["report", "--lake", lake, "--out", str(tmp_path)])
+    assert exit_.value.code == 2 and f"{tmp_path} is a folder: name a file" in capsys.readouterr().err

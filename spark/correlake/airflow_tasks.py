@@ -21,7 +21,7 @@ from .config import demo_dir, state_dir, table_path
 from .driver import call
 from .gates import GateFailed
 from .errors import UsageError
-from .lake import UnreadableJournal
+from .lake import UnreadableJournal, require_bronze
 from .landing import check_locations, unread_warning
 from .parsing import BadRecord, parse_time
 from .render import summary
@@ -74,11 +74,13 @@ def prepare(context) -> dict | None:
         raise AirflowFailException(f"unknown params {unknown}: this DAG takes {sorted(context['dag'].params)}")
     rebuild = params["rebuild"]
     landing, lake = locations()
-    if not rebuild:
-        try:
+    try:
+        if rebuild:
+            require_bronze(lake)
+        else:
             check_locations(landing, lake)
-        except UsageError as exc:
-            raise AirflowFailException(f"{exc} (Airflow Variables correlake_landing, correlake_lake)") from None
+    except UsageError as exc:
+        raise AirflowFailException(f"{exc} (Airflow Variables correlake_landing, correlake_lake)") from None
     as_of = as_of_millis(params.get("as_of"), context["dag_run"].run_type, context.get("data_interval_end"))
     print(f"landing {landing}, lake {lake}, as_of {as_of}, params {dict(params)}")
     if not rebuild and (warning := unread_warning(landing)):

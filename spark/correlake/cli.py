@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import sys
 import threading
@@ -65,11 +66,11 @@ def cmd_run(args) -> int:
 
     from . import driver
     from .gates import GateFailed
-    from .lake import LakeBusy, check_free
+    from .lake import LakeBusy, check_free, require_bronze
 
     rebuild = args.command == "rebuild"
-    if rebuild and not Path(args.lake, "bronze").is_dir():
-        raise UsageError(f"{args.lake} holds no bronze tables to rebuild from")
+    if rebuild:
+        require_bronze(args.lake)
     if not rebuild:
         from .landing import check_locations, unread_warning
 
@@ -100,6 +101,22 @@ def cmd_run(args) -> int:
     return EXIT_OK
 
 
+def _same_demo(root, params: dict) -> None:
+    """A demo folder holds one demo: the same again is a no-op; other hours or another seed
+    would rewrite its files with other records at the same positions (conflicts)."""
+    record = root / "demo.json"
+    if record.exists():
+        held = json.loads(record.read_text())
+        if held != params:
+            def flags(p):
+                return f"--hours {p['hours']} --seed {p['seed']}"
+            raise UsageError(f"{root} holds the demo of {flags(held)}; for {flags(params)} give another --dir "
+                             "(or remove that folder)")
+    else:
+        root.mkdir(parents=True, exist_ok=True)
+        record.write_text(json.dumps(params))
+
+
 def cmd_demo(args) -> int:
     from pathlib import Path
 
@@ -107,6 +124,7 @@ def cmd_demo(args) -> int:
 
     root = Path(args.dir).resolve()
     landing, lake_dir = root / "landing", root / "lake"
+    _same_demo(root, {"hours": args.hours, "seed": args.seed})
     counts = write_demo_landing(landing, hours=args.hours, seed=args.seed)
     print(f"demo landing: {landing} ({counts['messages']} messages, {counts['workflow_events']} workflow events, "
           f"{counts['bad']} bad lines)")

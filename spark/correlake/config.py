@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -129,9 +130,18 @@ def default_max_quarantine_ratio() -> float:
     return _env_number("CORRELAKE_MAX_QUARANTINE_RATIO", MAX_QUARANTINE_RATIO, float, 0.0, 1.0, "between 0 and 1")
 
 
+_MEMORY = re.compile(r"\d+(b|[kmgtp]b?)?", re.IGNORECASE)  # the JVM's and Spark's memory sizes
+_MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|(spark|k8s)://\S+|yarn")
+
+
 def validate() -> None:
     """Every setting from the environment usable, or ConfigError (before any work starts)."""
-    SparkSettings()
+    settings = SparkSettings()
+    if not _MEMORY.fullmatch(settings.driver_memory):
+        raise ConfigError(f"CORRELAKE_DRIVER_MEMORY: {settings.driver_memory!r} is not a memory size (3g, 4096m)")
+    if not _MASTER.fullmatch(settings.master):
+        raise ConfigError(f"CORRELAKE_SPARK_MASTER: {settings.master!r} is not a Spark master URL (local[*], "
+                          "local[N], spark://HOST:PORT, yarn, k8s://…)")
     default_max_quarantine_ratio()
 
 

@@ -18,6 +18,7 @@ from pyspark.sql.types import StructType
 
 from .config import (DELETION_VECTOR_TABLES, LOCK_FOREIGN_STALE_SECONDS, LOCK_STALE_SECONDS, TABLES,
                      lake_state_dir, table_path)
+from .errors import UsageError
 from .session import interrupts_held
 from .sqlfiles import delta_table
 
@@ -28,6 +29,12 @@ class LakeBusy(RuntimeError):
 
 def is_table(path: str) -> bool:
     return version(path) >= 0
+
+
+def require_bronze(lake: str) -> None:
+    """A rebuild's source: UsageError if the lake holds no bronze."""
+    if not (Path(lake) / "bronze").is_dir():
+        raise UsageError(f"{lake} holds no bronze tables to rebuild from")
 
 
 def read(spark: SparkSession, lake: str, name: str, schema: StructType) -> DataFrame:

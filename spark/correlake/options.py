@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 
 from .config import ConfigError, parse_number
 
@@ -19,7 +20,7 @@ def _number(low: float, high: float, what: str, kind=float):
 
 
 ratio = _number(0.0, 1.0, "between 0 and 1")
-hours = _number(0.0, math.inf, "a number of hours, 0 or more")
+hours = _number(0.0, 876_000, "a number of hours from 0 to 876000 (100 years)")
 seconds = _number(0.0, math.inf, "a number of seconds, 0 or more")
 count = _number(0, math.inf, "a whole number, 0 or more", int)
 positive = _number(1, math.inf, "a whole number, 1 or more", int)
@@ -33,6 +34,13 @@ def as_of(text: str) -> int:
         return parse_time(int(text) if text.lstrip("-").isdigit() else text, "--as-of")
     except BadRecord as exc:
         raise argparse.ArgumentTypeError(f"{exc} (use ISO-8601 with an offset, or epoch millis)") from None
+
+
+def out_file(text: str) -> str:
+    """An argparse type: a file to write, not an existing folder."""
+    if os.path.isdir(text):
+        raise argparse.ArgumentTypeError(f"{text} is a folder: name a file")
+    return text
 
 
 def add_lake(parser: argparse.ArgumentParser) -> None:

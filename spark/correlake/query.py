@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
     cmd.add_argument("query", nargs="?", help="the SQL (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN)")
     cmd.add_argument("--list", action="store_true", help="list the tables and views with the question each answers")
     cmd.add_argument("--limit", type=options.positive, default=50, help="rows to print (default 50)")
-    cmd.add_argument("--out", help="write every row to this file instead (.csv or .parquet)")
+    cmd.add_argument("--out", type=options.out_file, help="write every row to this file instead (.csv or .parquet)")
     cmd.add_argument("--format", choices=sorted(set(FORMATS.values())), help="file format of --out")
     cmd.set_defaults(func=main)
 

@@ -40,7 +40,7 @@ QUERIES = {
         UNION ALL SELECT 'instances', if(ended_at IS NULL, 'active', 'ended'), count(*)
                   FROM gold_message_started_instances GROUP BY 2
         UNION ALL SELECT 'quarantined', 'records', count(*) FROM quarantine
-        UNION ALL SELECT 'as_of', date_format(max(as_of), {TIME}), 0 FROM gold_messages""",
+        UNION ALL SELECT 'as_of', coalesce(date_format(max(as_of), {TIME}), '-'), 0 FROM gold_messages""",
     "hourly": f"""
         WITH h AS (SELECT hour, sum(published) AS published, sum(correlations) AS correlations,
                           sum(expired_unmatched) AS expired FROM hourly_activity GROUP BY hour)
@@ -80,7 +80,7 @@ QUERIES = {
         SELECT reason AS label, count(*) AS n FROM quarantine GROUP BY reason ORDER BY n DESC, label LIMIT 10""",
     "runs": f"""
         SELECT run_id, date_format(started_at, {TIME}) AS started, date_format(finished_at, {TIME}) AS finished,
-               files, records_read, quarantined, date_format(as_of, {TIME}) AS as_of, summary
+               files, records_read, quarantined, coalesce(date_format(as_of, {TIME}), '-') AS as_of, summary
         FROM runs ORDER BY finished_at DESC LIMIT 10""",
 }
 
@@ -88,7 +88,8 @@ QUERIES = {
 def add_parser(sub) -> None:
     cmd = sub.add_parser("report", help="write a self-contained HTML report with charts on a lake")
     options.add_lake(cmd)
-    cmd.add_argument("--out", default="report.html", help="HTML file to write (default report.html)")
+    cmd.add_argument("--out", type=options.out_file, default="report.html",
+                     help="HTML file to write (default report.html)")
     cmd.set_defaults(func=main)
 
 

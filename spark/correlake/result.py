@@ -11,7 +11,7 @@ class RunResult:
     run_id: str | None
     files: int = 0
     records_read: int = 0
-    quarantined: dict = field(default_factory=dict)  # reason -> lines
+    quarantined: dict = field(default_factory=dict)  # reason (its kind: bronze.reason_kind) -> lines
     first_quarantined: dict = field(default_factory=dict)  # reason -> "file:line" of its first line
     replays: int = 0
     new_messages: int = 0

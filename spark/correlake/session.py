@@ -75,7 +75,15 @@ def get_spark(settings: SparkSettings | None = None):
     builder = SparkSession.builder.master(settings.master).appName("correlake")
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+        spark._jsparkSession.sessionState()  # made on first use: it checks the SQL settings
+    except Exception as exc:  # the JVM did not start (it said why above), or refused a setting
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
+        why = next((line.removeprefix("Caused by: ") for line in reversed(lines) if line.startswith("Caused by:")),
+                   lines[0])
+        raise SetupError(f"Spark did not start with these settings (CORRELAKE_SPARK_MASTER, CORRELAKE_DRIVER_MEMORY, "
+                         f"CORRELAKE_SPARK_CONF): {why}") from None
     log_level(spark.sparkContext, LOG_LEVEL)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, interrupt_quietly(KeyboardInterrupt))  # in place of PySpark's

@@ -386,9 +386,9 @@ def _bronze_stats(classified: DataFrame, result: RunResult, last_event_time: int
         result.records_read += r["n"]
         result.lines[r["_source_file"]] = result.lines.get(r["_source_file"], 0) + r["n"]
         if r["reason"] is not None:
-            result.quarantined[r["reason"]] = result.quarantined.get(r["reason"], 0) + r["n"]
-            first[r["reason"]] = min(first.get(r["reason"], (r["_source_file"], r["first_line"])),
-                                     (r["_source_file"], r["first_line"]))
+            kind = bronze.reason_kind(r["reason"])
+            result.quarantined[kind] = result.quarantined.get(kind, 0) + r["n"]
+            first[kind] = min(first.get(kind, (r["_source_file"], r["first_line"])), (r["_source_file"], r["first_line"]))
         elif r["_is_replay"]:
             result.replays += r["n"]
         elif r["stream"] == "messages":
