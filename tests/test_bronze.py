@@ -390,3 +390,17 @@ def test_records_that_move_as_of_re_evaluate_every_message_and_late_ones_only_th
     history = spark.sql(f"DESCRIBE HISTORY delta.`{table_path(lake_dir, 'messages')}`").orderBy("version").collect()
     assert [(r["operation"], r["operationParameters"].get("mode")) for r in history][1:] == [
         ("WRITE", "Overwrite"), ("MERGE", None), ("WRITE", "Overwrite")]
+
+
+def test_reason_kinds_are_the_same_in_python_and_in_spark_sql(spark):
+    from correlake.reasons import reason_kind, reason_kind_sql
+
+    reasons = ["conflicting position 4: differs from the record at /a/b's.jsonl:1", "missing field name",
+               "invalid JSON: Expecting ',' delimiter: line 1 column 81 (char 80)", "invalid JSON: not an object",
+               "unreadable gzip file after line 40: truncated", "unknown element_type 'x\\y $1'"]
+    kinds = [reason_kind(r) for r in reasons]
+    assert kinds[0] == "conflicting position: differs from the record that stands for it (each line's in quarantine)"
+    assert kinds[2:5] == ["invalid JSON: Expecting ',' delimiter", "invalid JSON: not an object",
+                          "unreadable gzip file after some lines: truncated"]
+    frame = spark.createDataFrame([(r,) for r in reasons], "reason string")
+    assert [r[0] for r in frame.selectExpr(reason_kind_sql("reason")).collect()] == kinds

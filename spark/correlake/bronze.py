@@ -105,20 +105,6 @@ def parse_landing(spark: SparkSession, files: list[LandingFile]) -> DataFrame:
 KNOWN = "stream string, position bigint, _record_hash string, _source_file string, _line bigint"
 
 
-_LINE_DETAILS = [(re.compile(r"^conflicting position .*"), "conflicting position: differs from the record that "
-                   "stands for it (each line's in quarantine)"),
-                  (re.compile(r": line \d+ column \d+ \(char \d+\)"), ""),  # where in the line JSON broke
-                  (re.compile(r"^unreadable gzip file after line \d+"), "unreadable gzip file after some lines")]
-
-
-def reason_kind(reason: str) -> str:
-    """A quarantine reason without what differs from line to line (a position, a column):
-    the run's summary counts lines by it; each line keeps its own reason in quarantine."""
-    for pattern, replacement in _LINE_DETAILS:
-        reason = pattern.sub(replacement, reason)
-    return reason
-
-
 def classify(parsed: DataFrame, known: DataFrame) -> DataFrame:
     """Add `_is_replay` and turn conflicting positions into quarantine reasons.
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from . import charts, options
 from .config import data_docs_dir, default_max_quarantine_ratio, expectations_dir
 from .errors import EXIT_OK, UsageError
+from .reasons import reason_kind_sql
 
 TIME = "'yyyy-MM-dd HH:mm'"
 # Latency histogram: upper bounds (seconds) and labels; 0 s has its own bucket.
@@ -76,8 +77,9 @@ QUERIES = {
     "duplicates": """
         SELECT * FROM duplicate_rejections WHERE with_message_id > 0
         ORDER BY rejection_rate DESC, tenant_id, name LIMIT 10""",
-    "quarantine": """
-        SELECT reason AS label, count(*) AS n FROM quarantine GROUP BY reason ORDER BY n DESC, label LIMIT 10""",
+    "quarantine": f"""
+        SELECT {reason_kind_sql("reason")} AS label, count(*) AS n FROM quarantine GROUP BY 1
+        ORDER BY n DESC, label LIMIT 10""",
     "runs": f"""
         SELECT run_id, date_format(started_at, {TIME}) AS started, date_format(finished_at, {TIME}) AS finished,
                files, records_read, quarantined, coalesce(date_format(as_of, {TIME}), '-') AS as_of, summary

@@ -26,6 +26,7 @@ from .gates import GateFailed
 from .landing import new_files
 from .gold import messages_at
 from .merge import restate
+from .reasons import reason_kind
 from .result import RunResult
 from .schemas import (GOLD, GOLD_KEYS, INGESTED_FILE, INGESTED_FILES, KEY_GROUPS, RUNS, SCOPE, as_timestamps, struct,
                       with_millis)
@@ -386,7 +387,7 @@ def _bronze_stats(classified: DataFrame, result: RunResult, last_event_time: int
         result.records_read += r["n"]
         result.lines[r["_source_file"]] = result.lines.get(r["_source_file"], 0) + r["n"]
         if r["reason"] is not None:
-            kind = bronze.reason_kind(r["reason"])
+            kind = reason_kind(r["reason"])
             result.quarantined[kind] = result.quarantined.get(kind, 0) + r["n"]
             first[kind] = min(first.get(kind, (r["_source_file"], r["first_line"])), (r["_source_file"], r["first_line"]))
         elif r["_is_replay"]:
