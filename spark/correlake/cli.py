@@ -71,7 +71,7 @@ def cmd_run(args) -> int:
     rebuild = args.command == "rebuild"
     if rebuild:
         require_bronze(args.lake)
-    if not rebuild:
+    else:
         from .landing import check_locations, unread_warning
 
         check_locations(args.landing, args.lake)
