@@ -85,6 +85,23 @@ def correlake_dag(airflow_home):
     return bag.dags["correlake_hourly"]
 
 
+SMALL_DEMO = {"hours": 1, "orders_per_hour": 30}  # the landing of the Airflow tests' runs
+
+
+@pytest.fixture(scope="session")
+def small_demo_gold(spark, tmp_path_factory):
+    """The gold of `correlake run` over the SMALL_DEMO landing (sorted rows): what each
+    Airflow run of that landing must give."""
+    from correlake import cli
+    from correlake.demo import write_demo_landing
+    from helpers import sorted_gold
+
+    root = tmp_path_factory.mktemp("small_demo")
+    write_demo_landing(root / "landing", **SMALL_DEMO)
+    assert cli.main(["run", "--landing", str(root / "landing"), "--lake", str(root / "lake")]) == 0
+    return sorted_gold(spark, str(root / "lake"))
+
+
 @pytest.fixture(scope="session")
 def airflow_run(spark, correlake_dag, tmp_path_factory):
     """One successful `dag.test()` run on a small demo landing: (dag run, landing, lake).
@@ -93,6 +110,6 @@ def airflow_run(spark, correlake_dag, tmp_path_factory):
 
     root = tmp_path_factory.mktemp("airflow_run")
     landing, lake = root / "landing", root / "lake"
-    write_demo_landing(landing, hours=1, orders_per_hour=30)
+    write_demo_landing(landing, **SMALL_DEMO)
     os.environ.update({"AIRFLOW_VAR_CORRELAKE_LANDING": str(landing), "AIRFLOW_VAR_CORRELAKE_LAKE": str(lake)})
     return correlake_dag.test(), landing, lake

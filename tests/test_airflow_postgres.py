@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import AIRFLOW_BIN, airflow_env
-from correlake import cli
+from conftest import AIRFLOW_BIN, SMALL_DEMO, airflow_env
 from correlake.demo import write_demo_landing
 from helpers import free_port, sorted_gold
 from test_airflow_dag import TASKS
@@ -62,11 +61,11 @@ def postgres():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_the_dag_runs_with_its_metadata_in_postgresql(spark, postgres, served, tmp_path):
+def test_the_dag_runs_with_its_metadata_in_postgresql(spark, postgres, served, small_demo_gold, tmp_path):
     import psycopg2
 
     landing, lake, home = tmp_path / "landing", tmp_path / "lake", tmp_path / "airflow_home"
-    write_demo_landing(landing, hours=1, orders_per_hour=30)
+    write_demo_landing(landing, **SMALL_DEMO)
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "CORRELAKE_DRIVER"}
     env.update({
         **airflow_env(home),
@@ -88,5 +87,4 @@ def test_the_dag_runs_with_its_metadata_in_postgresql(spark, postgres, served, t
         tasks = dict(cur.fetchall())
     assert state == "success"
     assert tasks == {task: "success" for task in TASKS}
-    assert cli.main(["run", "--landing", str(landing), "--lake", str(tmp_path / "cli_lake")]) == 0
-    assert sorted_gold(spark, str(lake)) == sorted_gold(spark, str(tmp_path / "cli_lake"))
+    assert sorted_gold(spark, str(lake)) == small_demo_gold

@@ -115,7 +115,7 @@ def classify(parsed: DataFrame, known: DataFrame) -> DataFrame:
     """
     ok = F.col("reason").isNull()
     w = Window.partitionBy("stream", "position", ok).orderBy("_source_file", "_line")
-    entry = lambda h, f, l: F.struct(F.col(h).alias("h"), F.col(f).alias("f"), F.col(l).alias("l"))  # noqa: E731
+    entry = lambda h, f, n: F.struct(F.col(h).alias("h"), F.col(f).alias("f"), F.col(n).alias("l"))  # noqa: E731
     k = known.select("stream", "position", entry("_record_hash", "_source_file", "_line").alias("_known"))
     rows = (parsed.withColumn("_first", F.first(entry("_record_hash", "_source_file", "_line")).over(w))
                   .withColumn("_rank", F.row_number().over(w))

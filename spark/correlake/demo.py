@@ -118,9 +118,7 @@ def write_demo_landing(landing: Path, hours: int = 3, seed: int = 7, orders_per_
                     process_version=1, message_start_events=["order-placed"])
         world.event(BASE - timedelta(days=1), tenant, "PROCESS_DEPLOYED", bpmn_process_id="billing",
                     process_version=1, message_start_events=[])
-    order_no = 0
-    for _ in range(hours * orders_per_hour):
-        order_no += 1
+    for order_no in range(1, hours * orders_per_hour + 1):
         t = BASE + timedelta(seconds=world.rng.uniform(0, hours * 3600))
         _order(world, world.rng.choice(TENANTS), order_no, t)
 

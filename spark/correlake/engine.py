@@ -90,7 +90,7 @@ class PartitionState:
         if m.ttl_ms > 0:
             self.buffers.setdefault((m.name, m.key), []).append(m)
         took = []
-        for process, heap in sorted(self.open_heaps.get((m.name, m.key), {}).items()):
+        for _process, heap in sorted(self.open_heaps.get((m.name, m.key), {}).items()):
             sub = _first_open(heap)
             if sub is not None:
                 self.correlate(sub, m, t)

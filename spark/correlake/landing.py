@@ -97,8 +97,8 @@ def list_files(landing: str | Path) -> list[LandingFile]:
     """Every readable `<landing>/<stream>/**/*.jsonl[.gz]`, sorted by path."""
     found = []
     for stream in STREAMS:
-        for path in _scan(landing, stream)[0]:
-            path = os.path.abspath(path)
+        for found_path in _scan(landing, stream)[0]:
+            path = os.path.abspath(found_path)
             st = os.stat(path)
             found.append(LandingFile(stream, path, st.st_size, st.st_mtime_ns // 1_000_000))
     return sorted(found, key=lambda f: f.path)

@@ -136,7 +136,7 @@ def _rewrite(spark: SparkSession, statement: str, report: TableReport) -> None:
 def _files(path: str) -> tuple[int, int]:
     """(data and deletion-vector files, _delta_log files) on disk; checksum files not counted."""
     data = log = 0
-    for folder, dirs, names in os.walk(path):
+    for folder, _dirs, names in os.walk(path):
         count = sum(1 for n in names if not n.startswith("."))
         if os.path.relpath(folder, path).split(os.sep)[0] == "_delta_log":
             log += count
