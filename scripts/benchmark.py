@@ -5,7 +5,9 @@
         [--via process|cli|driver] [--out .local/bench]
 
 Not run by CI. Reports time per stage and gate, rows/s, and the floor: the time the
-same Spark takes to read the same JSON and write it once to Delta. Each --increment
+same Spark takes to read the same JSON and write it once to Delta, measured twice: in a
+fresh process before the first run (a cold JVM, as the first run's; Spark's start not
+counted in either) and at the end in this process (warm). Each --increment
 share (of the first run's records) lands in its own folder and runs on its own copy of
 the first run's lake, so that increments of several sizes are measured on the same
 history; --repeat runs each again on fresh copies, to show how much a long-lived
@@ -42,6 +44,16 @@ def floor_seconds(spark, landing: Path, target: Path) -> float:
         (spark.read.json(str(landing / stream / "*" / "*.jsonl")).write.format("delta").mode("overwrite")
          .save(str(target / stream)))
     return time.perf_counter() - start
+
+
+def cold_floor_seconds(landing: Path, target: Path) -> float:
+    """`floor_seconds` in a fresh process: a cold JVM, as the first run meets it."""
+    code = ("import sys; from pathlib import Path; from benchmark import floor_seconds; "
+            "from correlake.session import get_spark; "
+            "print(floor_seconds(get_spark(), Path(sys.argv[1]), Path(sys.argv[2])))")
+    done = subprocess.run([sys.executable, "-c", code, str(landing), str(target)], cwd=Path(__file__).parent,
+                          capture_output=True, text=True, check=True)
+    return float(done.stdout.split()[-1])
 
 
 def files_per_table(spark, lake: Path) -> dict:
@@ -124,7 +136,8 @@ def main() -> None:
     landing, lake = out / "landing", out / "lake"
     t = time.perf_counter()
     generate(landing, args.messages, args.events, args.skew)
-    report = {"workload": vars(args), "generate_s": round(time.perf_counter() - t, 1)}
+    report = {"workload": vars(args), "generate_s": round(time.perf_counter() - t, 1),
+              "floor_cold_s": round(cold_floor_seconds(landing, out / "floor_cold"), 1)}
     t = time.perf_counter()
     spark = get_spark()
     report["spark_start_s"] = round(time.perf_counter() - t, 1)
@@ -154,12 +167,17 @@ def main() -> None:
     report["runs"] = runs
     report["floor_s"] = round(floor_seconds(spark, out / "landing", out / "floor"), 1)
     report["records_per_s_first_run"] = round((args.messages + args.events) / runs[0]["total_s"])
+    report["first_run_over_floor"] = {"cold": round(runs[0]["total_s"] / report["floor_cold_s"], 1),
+                                      "cold_run_over_warm_floor": round(runs[0]["total_s"] / report["floor_s"], 1)}
     report["python_driver_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     report["jvm_peak_rss_mb"] = jvm_peak_rss_mb(spark)  # local mode: the driver and its executors
     report["files_per_table"] = files_per_table(spark, out / "lake")
     (out / "report.json").write_text(json.dumps(report, indent=2))
     lines = [f"# correlake benchmark: {args.messages} messages + {args.events} events ({args.skew})", "",
-             f"Spark start {report['spark_start_s']} s; floor (read JSON, write Delta once) {report['floor_s']} s; "
+             f"Spark start {report['spark_start_s']} s; floor (read JSON, write Delta once) "
+             f"{report['floor_cold_s']} s in a fresh process (cold JVM, as the first run), {report['floor_s']} s warm "
+             f"(at the end); the first run took {report['first_run_over_floor']['cold']} × the cold floor "
+             f"({report['first_run_over_floor']['cold_run_over_warm_floor']} × the warm one); "
              f"peak RSS: Spark JVM {report['jvm_peak_rss_mb']} MB, Python driver "
              f"{report['python_driver_peak_rss_mb']} MB", "",
              f"Active files per table: {report['files_per_table']}", "",
