@@ -166,6 +166,9 @@ def test_usage_errors_exit_2(tmp_path, capsys):
     assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path)]) == 2
     assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path / "messages" / "lake")]) == 2
     assert "cannot be the landing folder" in capsys.readouterr().err
+    (tmp_path / "lake" / "_meta" / "runs" / "_delta_log").mkdir(parents=True)  # a lake given as the landing
+    assert cli.main(["run", "--landing", str(tmp_path / "lake"), "--lake", str(tmp_path / "lake2")]) == 2
+    assert "wrong way round" in capsys.readouterr().err and not (tmp_path / "lake2").exists()
     for name, value in (("CORRELAKE_MAX_QUARANTINE_RATIO", "abc"), ("CORRELAKE_MAX_QUARANTINE_RATIO", "5"),
                         ("CORRELAKE_SHUFFLE_PARTITIONS", "0"), ("CORRELAKE_SPARK_CONF", "no-equals-sign"),
                         ("CORRELAKE_DRIVER_MEMORY", "banana"), ("CORRELAKE_SPARK_MASTER", "bogus")):

@@ -11,6 +11,7 @@ def test_demo_runs_end_to_end_and_reruns_as_a_noop(spark, tmp_path, capsys):
     assert cli.main(["demo", "--dir", str(tmp_path), "--hours", "1"]) == 0
     out = capsys.readouterr().out
     assert "correlake run" in out and "gold:" in out and "to order (START)" in out
+    assert f"demo lake: {tmp_path / 'lake'} (its views: ./correlake sql --lake" in out
     correlations = spark.read.format("delta").load(table_path(tmp_path / "lake", "correlations"))
     assert correlations.where("subscription_type = 'START'").count() > 0
     assert correlations.where("bpmn_process_id = 'billing'").count() > 0

@@ -60,7 +60,7 @@ def test_writes_csv_and_parquet(demo_lake, tmp_path, capsys):
 def test_errors_are_one_clear_line_and_exit_2(demo_lake, tmp_path, capsys):
     cases = {
         "SELEC * FROM gold_messages": "PARSE_SYNTAX_ERROR",
-        "SELECT * FROM no_such_table": "TABLE_OR_VIEW_NOT_FOUND",
+        "SELECT * FROM unmatched_message": "TABLE_OR_VIEW_NOT_FOUND",  # and: `correlake sql --list` names them
         "SELECT no_such_column FROM gold_messages": "UNRESOLVED_COLUMN",
         "DELETE FROM gold_messages": "only reads",
         "WITH m AS (SELECT * FROM gold_messages) INSERT INTO gold_messages SELECT * FROM m":
@@ -71,9 +71,12 @@ def test_errors_are_one_clear_line_and_exit_2(demo_lake, tmp_path, capsys):
         code, out, err = sql(capsys, "--lake", demo_lake, query)
         assert code == 2 and out == "", query
         assert err.startswith("correlake: ") and expected in err and err.count("\n") == 1, err
+        assert ("--list" in err) == (expected == "TABLE_OR_VIEW_NOT_FOUND"), err
     assert version(table_path(demo_lake, "messages")) == before
 
     code, _, err = sql(capsys, "--lake", str(tmp_path), "SELECT 1")
     assert code == 2 and "has no gold_correlations" in err
+    code, _, err = sql(capsys, "--lake", str(tmp_path / "typo"), "SELECT 1")
+    assert code == 2 and f"lake folder {tmp_path / 'typo'} does not exist" in err
     code, _, err = sql(capsys, "--lake", demo_lake, "--out", str(tmp_path / "x.txt"), "SELECT 1")
     assert code == 2 and "--format" in err

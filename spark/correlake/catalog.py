@@ -55,6 +55,8 @@ def views() -> dict[str, View]:
 
 def require_gold(lake: str | Path) -> None:
     """Raise MissingTables unless the lake has its gold tables (checked without Spark)."""
+    if not Path(lake).is_dir():
+        raise MissingTables(f"lake folder {lake} does not exist")
     missing = [name for name in REQUIRED if not is_table(table_path(lake, TABLE_NAMES[name]))]
     if missing:
         raise MissingTables(f"{lake} has no {', '.join(missing)} (not a lake, or no run has committed yet)")

@@ -34,9 +34,9 @@ def build_parser() -> argparse.ArgumentParser:
     rebuild.set_defaults(func=cmd_run)
 
     demo = sub.add_parser("demo", help="write a sample landing and run the pipeline on it")
-    demo.add_argument("--dir", default=str(demo_dir()), help="demo folder (landing/ and lake/)")
-    demo.add_argument("--hours", type=options.positive, default=3, help="hours of sample traffic")
-    demo.add_argument("--seed", type=int, default=7)
+    demo.add_argument("--dir", default=str(demo_dir()), help="demo folder (landing/ and lake/); default %(default)s")
+    demo.add_argument("--hours", type=options.positive, default=3, help="hours of sample traffic; default %(default)s")
+    demo.add_argument("--seed", type=int, default=7, help="seed of the sample traffic; default %(default)s")
     demo.set_defaults(func=cmd_demo)
 
     maintain = sub.add_parser("maintain", help="compact, purge deletion vectors, vacuum and checkpoint every table")
@@ -134,6 +134,7 @@ def cmd_demo(args) -> int:
         from .driver import call
 
         print(call("findings", str(lake_dir)))
+        print(f"demo lake: {lake_dir} (its views: ./correlake sql --lake {lake_dir} --list)")
     return code
 
 

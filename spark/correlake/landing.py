@@ -7,7 +7,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import STREAMS
+from .config import STREAMS, table_path
 from .errors import UsageError
 
 SUFFIXES = (".jsonl", ".jsonl.gz")
@@ -28,10 +28,14 @@ class LandingFile:
 
 
 def check_locations(landing: str, lake: str) -> None:
-    """UsageError unless `landing` is a folder, and `lake` is neither it nor inside its
-    streams and is a folder that can be written (created if need be)."""
+    """UsageError unless `landing` is a folder and not a lake, and `lake` is neither it nor
+    inside its streams and is a folder that can be written (created if need be)."""
     if not Path(landing).is_dir():
         raise UsageError(f"landing folder {landing} does not exist or is not a folder")
+    if (not any((Path(landing) / stream).is_dir() for stream in STREAMS)
+            and (Path(table_path(landing, "runs")) / "_delta_log").is_dir()):
+        raise UsageError(f"{landing} is a correlake lake, not a landing folder (no {'/ or '.join(STREAMS)}/ in it): "
+                         "are --landing and --lake the wrong way round?")
     lake_dir, landing_dir = Path(lake).resolve(), Path(landing).resolve()
     if lake_dir == landing_dir or any(landing_dir / stream in (lake_dir, *lake_dir.parents) for stream in STREAMS):
         raise UsageError(f"the lake {lake} cannot be the landing folder {landing} or in its streams")

@@ -57,7 +57,8 @@ def main(args: argparse.Namespace) -> int:
         df = run(spark, args.query)
         print(f"wrote {write(df, args.out, fmt)} rows to {args.out}" if args.out else show(df, args.limit))
     except PySparkException as exc:
-        raise UsageError(_one_line(exc)) from None
+        hint = " (`correlake sql --list` names them)" if exc.getCondition() == "TABLE_OR_VIEW_NOT_FOUND" else ""
+        raise UsageError(_one_line(exc) + hint) from None
     finally:
         spark_errors.disabled = False
     return EXIT_OK

@@ -21,7 +21,8 @@ def summary(result) -> str:
 def _summary(result) -> str:
     if result.nothing_new:
         if result.as_of_before is None:
-            return f"correlake: nothing new to ingest; no table changed (as_of {_iso(result.as_of)})"
+            as_of = "" if result.as_of is None else f" (as_of {_iso(result.as_of)})"  # None: no records yet
+            return f"correlake: nothing new to ingest; no table changed{as_of}"
         move = f"as_of {_iso(result.as_of_before)} → {_iso(result.as_of)}"
         if result.run_id is None:
             return f"correlake: nothing new to ingest; dry run: would re-evaluate the statuses of gold/messages ({move})"

@@ -269,7 +269,8 @@ def _runs(rows: list[dict], lake: str) -> str:
           "them all; the run's summary keeps the gates' times, not their observed values, and a failed run "
           f"leaves no row.{docs_link}</p>"
         + "<h3>Recent runs</h3>"
-        + '<p class="about">A run of no files re-evaluated the statuses only: nothing was new, as_of moved.</p>'
+        + ('<p class="about">A run of 0 files re-evaluated the statuses only: nothing was new, as_of moved.</p>'
+           if any(r["files"] == 0 for r in rows) else "")
         + _table(["run", "finished", "files", "lines read", "quarantined", "as_of"],
                  [[r["run_id"], r["finished"], r["files"], r["records_read"], r["quarantined"], r["as_of"]]
                   for r in rows]))
