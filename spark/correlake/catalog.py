@@ -12,7 +12,7 @@ from pathlib import Path
 
 from . import sqlfiles
 from .config import GOLD_TABLES, TABLES, sql_dir, table_path
-from .lake import UNREADABLE_JOURNAL, is_table, journal_path, unfinished_run
+from .lake import UNREADABLE_JOURNAL, is_table, journal_path, require_folder, unfinished_run
 
 # readable name -> logical table name of config.TABLES
 TABLE_NAMES = {(f"gold_{name}" if name in GOLD_TABLES else name): name for name in TABLES}
@@ -54,9 +54,9 @@ def views() -> dict[str, View]:
 
 
 def require_gold(lake: str | Path) -> None:
-    """Raise MissingTables unless the lake has its gold tables (checked without Spark)."""
-    if not Path(lake).is_dir():
-        raise MissingTables(f"lake folder {lake} does not exist")
+    """UsageError if the lake folder is missing; MissingTables unless it has its gold
+    tables (checked without Spark)."""
+    require_folder(lake)
     missing = [name for name in REQUIRED if not is_table(table_path(lake, TABLE_NAMES[name]))]
     if missing:
         raise MissingTables(f"{lake} has no {', '.join(missing)} (not a lake, or no run has committed yet)")

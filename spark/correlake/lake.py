@@ -31,6 +31,12 @@ def is_table(path: str) -> bool:
     return version(path) >= 0
 
 
+def require_folder(lake: str | Path) -> None:
+    """UsageError unless the lake folder exists (a command that reads a lake, not a run)."""
+    if not Path(lake).is_dir():
+        raise UsageError(f"lake folder {lake} does not exist")
+
+
 def require_bronze(lake: str) -> None:
     """A rebuild's source: UsageError if the lake holds no bronze."""
     if not (Path(lake) / "bronze").is_dir():

@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 
 from . import lake
 from .config import DELETION_VECTOR_TABLES, TABLES, WRITE_THREADS, table_path
-from .errors import EXIT_OK, EXIT_USAGE, UsageError
+from .errors import EXIT_OK, EXIT_USAGE
 from .gates import old_validations, remove_validations
 from .session import run_concurrently
 from .sqlfiles import delta_table
@@ -157,8 +157,7 @@ def command(args) -> int:
     """`correlake maintain`: run it and print the summary; exit codes as `correlake run`'s."""
     from .session import get_spark
 
-    if not os.path.isdir(args.lake):
-        raise UsageError(f"lake folder {args.lake} does not exist")
+    lake.require_folder(args.lake)
     try:
         result = maintain(get_spark(), args.lake, args.retain_hours, args.dry_run, args.wait)
     except lake.LakeBusy as exc:
