@@ -178,9 +178,3 @@ def test_staged_run_publishes_once_and_refuses_a_lake_that_moved(spark, world, t
     assert snapshot(spark, lake_dir) == reference
     assert stages.prepare(spark, str(landing), lake_dir).nothing_new
 
-
-def test_rebuild_from_bronze_gives_the_same_gold(spark, world, tmp_path):
-    _, _, full, reference = world
-    lake_dir = copy_lake(full, tmp_path / "lake")
-    assert cli.main(["rebuild", "--lake", lake_dir]) == 0
-    assert snapshot(spark, lake_dir) == reference
