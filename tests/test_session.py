@@ -1,5 +1,6 @@
 """The session's JVM settings (collector, codegen cache), the in-memory store of a run's
-frames, and writes run a few at a time that stop at the first failure or interrupt."""
+frames, writes run a few at a time that stop at the first failure or interrupt, and an
+interrupt that cancels the job the main thread waits for."""
 
 import signal
 import threading
@@ -8,7 +9,7 @@ import time
 import pytest
 from pyspark.sql import functions as F
 
-from correlake.session import run_concurrently
+from correlake.session import LOG_LEVEL, interrupt_quietly, log_level, run_concurrently
 from correlake.store import MemoryStore
 
 
@@ -65,3 +66,27 @@ def test_concurrent_writes_not_started_are_not_started_after_a_failure_or_an_int
         signal.signal(signal.SIGUSR2, previous)
     assert started == []
     assert run_concurrently([lambda n=n: n * n for n in range(5)], threads=2) == [0, 1, 4, 9, 16]
+
+
+def test_an_interrupt_while_the_main_thread_waits_for_a_job_cancels_it_and_spark_answers_after(spark):
+    """Ctrl-C, SIGTERM or a driver's caller gone while the main thread waits in a py4j call
+    for a job: the job is cancelled (from another connection: a py4j connection takes one
+    call at a time) and the next calls get their own answers, not the late one."""
+    class Stop(BaseException):
+        pass
+
+    previous = signal.signal(signal.SIGUSR2, interrupt_quietly(Stop))
+    timer = threading.Timer(1, signal.pthread_kill, (threading.main_thread().ident, signal.SIGUSR2))
+    try:
+        timer.start()
+        with pytest.raises(Stop):
+            spark.range(10 ** 13).selectExpr("sum(id % 7)").collect()  # hours, uncancelled
+    finally:
+        timer.cancel()
+        signal.signal(signal.SIGUSR2, previous)
+        log_level(spark.sparkContext, LOG_LEVEL)
+    deadline = time.monotonic() + 30
+    while spark.sparkContext.statusTracker().getActiveJobsIds() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert spark.sparkContext.statusTracker().getActiveJobsIds() == []
+    assert [spark.range(n).count() for n in (3, 5, 7)] == [3, 5, 7]

@@ -24,6 +24,7 @@ DEFAULT_TENANT = "<default>"
 MAX_QUARANTINE_RATIO = 0.01
 BROADCAST_ROWS = 200_000  # a run's frames up to this size are broadcast to their joins with history (hints.py)
 WRITE_THREADS = 4  # tables a run, or a maintenance, writes at once
+CANCEL_SECONDS = 30  # an interrupted run waits this long at most for Spark's jobs to be cancelled
 LOCK_STALE_SECONDS = 6 * 3600  # a lake lock this old is stale, whoever holds it
 LOCK_FOREIGN_STALE_SECONDS = 60  # a lock file that no run wrote (not its JSON) is stale this old
 AIRFLOW_LOCK_WAIT_SECONDS = 600.0  # an Airflow task waits this long for the lock of a run in progress

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from .config import WRITE_THREADS, SparkSettings, state_dir
+from .config import CANCEL_SECONDS, WRITE_THREADS, SparkSettings, state_dir
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 LOG_LEVEL = "ERROR"
@@ -98,18 +98,37 @@ def log_level(context, level: str) -> None:
 
 def interrupt_quietly(interrupt: type[BaseException]):
     """A signal handler: cancel Spark's jobs, without the errors their cancellation would
-    log (the run rolls back; `release` turns logging on again), and raise `interrupt`."""
+    log (the run rolls back; `release` turns logging on again), and raise `interrupt`.
+
+    The signal may come while the main thread waits for the JVM's answer to a call, and a
+    py4j connection takes one call at a time: the jobs are cancelled from another thread,
+    on its own connection, and the main thread's connection, whose answer would come too
+    late, is closed (its next call opens a new one)."""
     def handler(signum, frame):
         from pyspark import SparkContext
 
         if (context := SparkContext._active_spark_context) is not None:
-            try:
-                log_level(context, "OFF")
-                context.cancelAllJobs()
-            except Exception:  # the JVM is stopping too (the signal went to the process group)
-                pass
+            canceller = threading.Thread(target=_cancel_jobs, args=(context,), daemon=True)
+            canceller.start()
+            canceller.join(CANCEL_SECONDS)
+            _close_thread_connection(context)
         raise interrupt()
     return handler
+
+
+def _cancel_jobs(context) -> None:
+    try:
+        log_level(context, "OFF")
+        context.cancelAllJobs()
+    except Exception:  # the JVM is stopping too (the signal went to the process group)
+        pass
+
+
+def _close_thread_connection(context) -> None:
+    """Close this thread's py4j connection (pinned-thread mode, PySpark's default)."""
+    thread_connection = getattr(context._gateway._gateway_client, "get_thread_connection", None)
+    if thread_connection is not None and (connection := thread_connection()) is not None:
+        connection.close()
 
 
 INTERRUPTS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)  # SIGUSR1: the driver's caller is gone
