@@ -32,6 +32,7 @@ from multiprocessing.connection import Client, Listener
 from pathlib import Path
 
 from .config import driver_socket
+from .errors import first_line
 
 BACKLOG = 64  # callers waiting for the driver
 WATCH_SECONDS = 0.05  # how often a call's watcher looks whether its caller hung up; a call ends this much later
@@ -168,12 +169,6 @@ def _portable(exc: BaseException) -> BaseException:
     return RemoteError(f"the driver failed: {type(exc).__name__}: {exc}\n--- driver traceback ---\n{text}")
 
 
-def _first_line(error: BaseException) -> str:
-    """What a failed call's log line says of its error: its type and first line."""
-    lines = str(error).strip().splitlines()
-    return f"{type(error).__name__}: {lines[0] if lines else ''}"[:300]
-
-
 def _listen(address: Path) -> Listener:
     """Listen on `address` with a fresh key; refuse if another driver already listens there."""
     address.parent.mkdir(parents=True, exist_ok=True)
@@ -257,7 +252,7 @@ def _serve_one(conn, spark, functions: dict) -> bool:
         release(spark)
     elif alive:  # a call stopped before its run let go would leave Spark's logging off
         log_level(spark.sparkContext, LOG_LEVEL)
-    outcome = "done" if reply[0] else f"failed ({_first_line(reply[1])})"
+    outcome = "done" if reply[0] else f"failed ({type(reply[1]).__name__}: {first_line(reply[1])[:300]})"
     print(f"correlake driver: {name} {outcome} in {time.perf_counter() - start:.1f} s", flush=True)
     try:
         conn.send(reply)

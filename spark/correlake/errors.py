@@ -11,3 +11,8 @@ class UsageError(Exception):
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM (a supervisor, Airflow, systemd stopping the process), handled as Ctrl-C is."""
+
+
+def first_line(error: BaseException) -> str:
+    """An error's first line (a Spark error's class and message, not its plan or stack)."""
+    return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 from . import options
-from .errors import EXIT_OK, UsageError
+from .errors import EXIT_OK, UsageError, first_line
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 # Commands that only read (a query is not a command); anything else is refused.
@@ -58,7 +58,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"wrote {write(df, args.out, fmt)} rows to {args.out}" if args.out else show(df, args.limit))
     except PySparkException as exc:
         hint = " (`correlake sql --list` names them)" if exc.getCondition() == "TABLE_OR_VIEW_NOT_FOUND" else ""
-        raise UsageError(_one_line(exc) + hint) from None
+        raise UsageError(first_line(exc) + hint) from None
     finally:
         spark_errors.disabled = False
     return EXIT_OK
@@ -163,8 +163,3 @@ def _is_number(dtype) -> bool:
     import pyarrow.types as t
 
     return t.is_integer(dtype) or t.is_floating(dtype) or t.is_decimal(dtype)
-
-
-def _one_line(exc: Exception) -> str:
-    """The first line of a Spark error (its class and message, not the plan or the stack)."""
-    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
