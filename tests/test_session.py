@@ -1,6 +1,7 @@
-"""The session's JVM settings (collector, codegen cache), the in-memory store of a run's
-frames, writes run a few at a time that stop at the first failure or interrupt, and an
-interrupt that cancels the job the main thread waits for."""
+"""The session's JVM settings (collector, codegen cache), row projections evaluated in
+small runs, the in-memory store of a run's frames, writes run a few at a time that stop
+at the first failure or interrupt, and an interrupt that cancels the job the main thread
+waits for."""
 
 import signal
 import threading
@@ -9,8 +10,11 @@ import time
 import pytest
 from pyspark.sql import functions as F
 
-from correlake.session import LOG_LEVEL, interrupt_quietly, log_level, run_concurrently
-from correlake.store import MemoryStore
+from correlake.config import INTERPRETED_MAX_BYTES
+from correlake.landing import LandingFile
+from correlake.result import RunResult
+from correlake.session import LOG_LEVEL, interrupt_quietly, log_level, row_projections, run_concurrently
+from correlake.store import MemoryStore, Plan
 
 
 def test_driver_runs_the_throughput_collector(spark):
@@ -37,6 +41,25 @@ def test_compiled_queries_stay_cached_beyond_sparks_default_100(spark):
     before = compilations.getCount()
     assert [r.x for r in queries[0].collect()] == [0, 7, 14]
     assert compilations.getCount() == before
+
+
+def test_small_runs_evaluate_their_row_projections_and_others_compile_them(spark):
+    def plan(*files, rebuild=False):
+        landing = [LandingFile("messages", path, size, 0) for path, size in files]
+        return Plan("r", landing, {}, 0.0, None, RunResult("r", rebuild=rebuild))
+
+    assert plan(("a.jsonl", INTERPRETED_MAX_BYTES // 2), ("b.jsonl", INTERPRETED_MAX_BYTES // 2)).small
+    assert not plan(("a.jsonl", INTERPRETED_MAX_BYTES + 1)).small
+    assert not plan(("a.jsonl.gz", INTERPRETED_MAX_BYTES // 5)).small  # its JSON is larger than the file
+    assert not plan(rebuild=True).small  # every record of bronze
+    key = "spark.sql.codegen.factoryMode"
+    rows = spark.range(50).selectExpr("id", "named_struct('a', id, 'b', array(id, id + 1), 'c', map(id, 'x')) AS s")
+    want = sorted(map(repr, rows.collect()))
+    for interpreted, mode in ((True, "NO_CODEGEN"), (False, "FALLBACK")):
+        with row_projections(spark, interpreted):
+            assert spark.conf.get(key) == mode
+            assert sorted(map(repr, rows.localCheckpoint().collect())) == want
+        assert spark.conf.get(key) == "FALLBACK"
 
 
 def test_concurrent_writes_not_started_are_not_started_after_a_failure_or_an_interrupt():

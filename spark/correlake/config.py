@@ -25,6 +25,10 @@ MAX_QUARANTINE_RATIO = 0.01
 BROADCAST_ROWS = 200_000  # a run's frames up to this size are broadcast to their joins with history (hints.py)
 WRITE_THREADS = 4  # tables a run, or a maintenance, writes at once
 CANCEL_SECONDS = 30  # an interrupted run waits this long at most for Spark's jobs to be cancelled
+# A run whose new landing files hold at most this much JSON (some 20k records) has Spark
+# evaluate its row projections rather than generate code for them (session.row_projections)
+INTERPRETED_MAX_BYTES = 4 * 2**20
+GZIP_RATIO = 10  # a gzip file's JSON, estimated from its size
 LOCK_STALE_SECONDS = 6 * 3600  # a lake lock this old is stale, whoever holds it
 LOCK_FOREIGN_STALE_SECONDS = 60  # a lock file that no run wrote (not its JSON) is stale this old
 AIRFLOW_LOCK_WAIT_SECONDS = 600.0  # an Airflow task waits this long for the lock of a run in progress

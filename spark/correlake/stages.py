@@ -30,7 +30,7 @@ from .reasons import reason_kind
 from .result import RunResult
 from .schemas import (GOLD, GOLD_KEYS, INGESTED_FILE, INGESTED_FILES, KEY_GROUPS, RUNS, SCOPE, as_timestamps, struct,
                       with_millis)
-from .session import run_concurrently
+from .session import row_projections, run_concurrently
 from .store import DiskStore, Plan, staged_runs_dir
 
 
@@ -97,7 +97,8 @@ class StagedRun:
     def _timed(self, stage: str, work) -> None:
         start = time.perf_counter()
         try:
-            work()
+            with row_projections(self.spark, interpreted=self.plan.small):
+                work()
         finally:
             self.result.timings[stage] = round(time.perf_counter() - start, 2)
             self.store.save_plan(self.plan)

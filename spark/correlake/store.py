@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from .config import lake_state_dir
+from .config import GZIP_RATIO, INTERPRETED_MAX_BYTES, lake_state_dir
 from .lake import write_atomic
 from .landing import LandingFile
 from .result import RunResult
@@ -26,6 +26,12 @@ class Plan:
     max_quarantine_ratio: float
     last_event_time: int | None
     result: RunResult
+
+    @property
+    def small(self) -> bool:
+        """Few new records: at most INTERPRETED_MAX_BYTES of JSON, and not a rebuild."""
+        size = sum(f.size * (GZIP_RATIO if f.path.endswith(".gz") else 1) for f in self.files)
+        return not self.result.rebuild and size <= INTERPRETED_MAX_BYTES
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "files": [asdict(f) for f in self.files]})
