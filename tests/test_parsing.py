@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from correlake.parsing import MAX_INT_DIGITS, BadRecord, normalise_key, parse_line, parse_time
+from correlake.parsing import MAX_DEPTH, MAX_INT_DIGITS, BadRecord, normalise_key, parse_line, parse_time
 
 MSG = {"position": 1, "name": "m", "correlation_key": "k", "published_at": "2026-01-01T00:00:00Z"}
 OPEN = {"position": 2, "type": "SUBSCRIPTION_OPENED", "timestamp": 1767225600000, "bpmn_process_id": "p",
@@ -71,6 +71,25 @@ def test_message_defaults():
     assert len(digest) == 32
 
 
+def nested(levels: int, bottom: str = "1.0", field: str = "variables") -> bytes:
+    """A message whose arrays and objects nest `levels` deep, the record itself the first level."""
+    value = "[" * (levels - 2) + bottom + "]" * (levels - 2)
+    return msg().replace(b'"name"', f'"{field}": {{"x": {value}}}, "name"'.encode())
+
+
+def test_nesting_is_limited_and_a_deep_line_is_quarantined_not_a_crash():
+    record = parse_line("messages", nested(MAX_DEPTH))[0]
+    assert record["variables"].count("[") == record["variables"].count("]") == MAX_DEPTH - 2
+    assert parse_line("messages", nested(MAX_DEPTH, field="unread"))[0]["variables"] == "{}"
+    for levels, field in ((MAX_DEPTH + 1, "variables"), (MAX_DEPTH + 1, "unread"),  # a field no step reads
+                          (600, "variables"),  # 1.0 at the bottom: a RecursionError stopped the run
+                          (995, "variables")):  # the reader's own limit (also a RecursionError)
+        assert bad("messages", nested(levels, field=field)) == (
+            f"nested too deeply: arrays and objects more than {MAX_DEPTH} levels deep"), (levels, field)
+    wide = msg(variables={"list": [{"a": [i]} for i in range(2 * MAX_DEPTH)]})  # many brackets, 4 levels
+    assert json.loads(parse_line("messages", wide)[0]["variables"])["list"][-1] == {"a": [2 * MAX_DEPTH - 1]}
+
+
 def test_equal_as_parsed_json_is_the_same_record():
     a = parse_line("messages", b'{"position":1,"name":"m","correlation_key":"k","published_at":1}')[1]
     b = parse_line("messages", b'{ "published_at": 1, "correlation_key": "k", "name": "m", "position": 1 }')[1]
@@ -119,7 +138,7 @@ def test_replay_equality_is_equality_of_parsed_json(one, other, equal):
     (msg(position=-2**63 - 1), "position out of range"),
     (msg(published_at="2026-01-01T00:00:00+24:00"), "unparseable timestamp in published_at: offset out of range"),
     (msg(published_at="\u0662\u0660\u0662\u0666-01-01T00:00:00Z"), "unparseable timestamp in published_at"),
-    (msg(variables={"a": None}).replace(b"null", b"[" * 5000 + b"]" * 5000), "invalid JSON: maximum recursion depth"),
+    (msg(variables={"a": None}).replace(b"null", b"[" * 5000 + b"]" * 5000), "nested too deeply"),
 ])
 def test_message_quarantine_reasons(raw, reason):
     assert bad("messages", raw).startswith(reason)

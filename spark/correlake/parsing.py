@@ -38,6 +38,11 @@ INT32 = 2**31 - 1
 MAX_INT_DIGITS = 100_000
 if 0 < sys.get_int_max_str_digits() < MAX_INT_DIGITS:
     sys.set_int_max_str_digits(MAX_INT_DIGITS)
+# Arrays and objects within each other at most this deep. Python's JSON reader and writer,
+# and the step that reads 1.0 as 1, recurse once or twice per level in a stack of ~1,000
+# frames: without a limit well below that, a deep line would stop the run instead of going
+# to quarantine. (serde_json allows 128 levels, Jackson 1,000.)
+MAX_DEPTH = 256
 _MISSING = object()
 
 
@@ -204,11 +209,29 @@ def decode(raw: bytes) -> dict:
         obj = _DECODER.decode(text)
     except BadRecord:
         raise
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        raise _too_deep() from None
+    except ValueError as exc:
         raise BadRecord(f"invalid JSON: {str(exc)[:120]}") from None
     if not isinstance(obj, dict):
         raise BadRecord("invalid JSON: not an object")
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:  # else it cannot nest that deep
+        _check_depth(obj)
     return obj
+
+
+def _too_deep() -> BadRecord:
+    return BadRecord(f"nested too deeply: arrays and objects more than {MAX_DEPTH} levels deep")
+
+
+def _check_depth(obj: dict) -> None:
+    """BadRecord if arrays and objects nest more than MAX_DEPTH levels deep (a walk without recursion)."""
+    level, depth = [obj], 1
+    while level := [v for c in level for v in (c.values() if isinstance(c, dict) else c)
+                    if isinstance(v, (dict, list))]:
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise _too_deep()
 
 
 def parse_message(obj: dict) -> dict:
