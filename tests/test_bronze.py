@@ -18,7 +18,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from correlake import cli, pipeline, stages
-from correlake.config import table_path
+from correlake.config import MAX_FILE_BYTES, table_path
 from helpers import versions, write_jsonl
 
 T0 = 1767225600000
@@ -215,12 +215,18 @@ def test_files_a_run_cannot_read_are_named_with_why_and_read_once_they_can(tmp_p
     (msgs / "sub" / "loop").symlink_to(msgs)                 # each folder is read once
     (msgs / "dangling.jsonl").symlink_to(tmp_path / "gone.jsonl")
     os.mkfifo(msgs / "pipe.jsonl")
+    os.truncate(msgs / "sub" / "d.jsonl", MAX_FILE_BYTES)  # sparse: no disk taken
+    (msgs / "big.jsonl").touch()
+    os.truncate(msgs / "big.jsonl", MAX_FILE_BYTES + 1)  # Spark's binary file reader refused it: every run failed
     (tmp_path / "workflow_events").mkdir()
     assert [os.path.relpath(f.path, tmp_path) for f in list_files(tmp_path)] == [
         "messages/a.jsonl", "messages/linked/e.jsonl", "messages/sub/d.jsonl"]
     assert unread(tmp_path) == [
         "messages/.b.jsonl (hidden name: starts with . or _)", "messages/_c.jsonl (hidden name: starts with . or _)",
-        "messages/_tmp/ (hidden name: starts with . or _)", "messages/dangling.jsonl (broken link)",
+        "messages/_tmp/ (hidden name: starts with . or _)",
+        "messages/big.jsonl (2,147,483,648 bytes: split it, Spark reads a landing file whole, 2,147,483,647 bytes "
+        "at most)",
+        "messages/dangling.jsonl (broken link)",
         "messages/pipe.jsonl (not a regular file)", "messages/sub/.staging/ (hidden name: starts with . or _)",
         "outside/"]
 

@@ -7,7 +7,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from .config import STREAMS, table_path
+from .config import MAX_FILE_BYTES, STREAMS, table_path
 from .errors import UsageError
 
 SUFFIXES = (".jsonl", ".jsonl.gz")
@@ -92,7 +92,12 @@ def _unreadable(path: str) -> str | None:
     except OSError as exc:
         return "broken link" if os.path.islink(path) and not os.path.exists(path) else exc.strerror or str(exc)
     try:
-        return None if stat.S_ISREG(os.fstat(fd).st_mode) else "not a regular file"
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return "not a regular file"
+        if st.st_size > MAX_FILE_BYTES:
+            return f"{st.st_size:,} bytes: split it, Spark reads a landing file whole, {MAX_FILE_BYTES:,} bytes at most"
+        return None
     finally:
         os.close(fd)
 
