@@ -218,16 +218,19 @@ def test_files_a_run_cannot_read_are_named_with_why_and_read_once_they_can(tmp_p
     os.truncate(msgs / "sub" / "d.jsonl", MAX_FILE_BYTES)  # sparse: no disk taken
     (msgs / "big.jsonl").touch()
     os.truncate(msgs / "big.jsonl", MAX_FILE_BYTES + 1)  # Spark's binary file reader refused it: every run failed
+    for name in (b"\xff.jsonl", b"sub/\xfe/h.jsonl"):  # names Spark could not be given: every run failed
+        os.makedirs(os.path.dirname(os.fsencode(msgs) + b"/" + name), exist_ok=True)
+        open(os.fsencode(msgs) + b"/" + name, "w").close()
     (tmp_path / "workflow_events").mkdir()
     assert [os.path.relpath(f.path, tmp_path) for f in list_files(tmp_path)] == [
         "messages/a.jsonl", "messages/linked/e.jsonl", "messages/sub/d.jsonl"]
     assert unread(tmp_path) == [
-        "messages/.b.jsonl (hidden name: starts with . or _)", "messages/_c.jsonl (hidden name: starts with . or _)",
-        "messages/_tmp/ (hidden name: starts with . or _)",
+        "messages/.b.jsonl (hidden name: starts with . or _)", "messages/\\xff.jsonl (name not UTF-8: rename it)",
+        "messages/_c.jsonl (hidden name: starts with . or _)", "messages/_tmp/ (hidden name: starts with . or _)",
         "messages/big.jsonl (2,147,483,648 bytes: split it, Spark reads a landing file whole, 2,147,483,647 bytes "
         "at most)",
-        "messages/dangling.jsonl (broken link)",
-        "messages/pipe.jsonl (not a regular file)", "messages/sub/.staging/ (hidden name: starts with . or _)",
+        "messages/dangling.jsonl (broken link)", "messages/pipe.jsonl (not a regular file)",
+        "messages/sub/.staging/ (hidden name: starts with . or _)", "messages/sub/\\xfe/ (name not UTF-8: rename it)",
         "outside/"]
 
 

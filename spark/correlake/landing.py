@@ -13,6 +13,7 @@ from .errors import UsageError
 SUFFIXES = (".jsonl", ".jsonl.gz")
 HIDDEN = (".", "_")  # names Spark's file sources skip (and producers' usual temporary names)
 HIDDEN_WHY = "hidden name: starts with . or _"
+NOT_UTF8_WHY = "name not UTF-8: rename it"  # Spark takes paths as text
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,8 @@ def _scan(landing: str | Path, stream: str) -> tuple[list[str], list[tuple[str, 
     files, notes = [], []
 
     def note(path: str, why: str = "", folder: bool = False) -> None:
-        notes.append((os.path.relpath(path, landing) + ("/" if folder else ""), why))
+        shown = os.fsencode(os.path.relpath(path, landing)).decode("utf-8", "backslashreplace")
+        notes.append((shown + ("/" if folder else ""), why))
 
     def unreadable_folder(exc: OSError) -> None:
         if exc.filename != str(root) or root.is_dir():  # a missing stream folder is noted by `unread`
@@ -69,20 +71,30 @@ def _scan(landing: str | Path, stream: str) -> tuple[list[str], list[tuple[str, 
             subfolders[:] = []
             continue
         seen.add(real)
-        for name in sorted(d for d in subfolders if d.startswith(HIDDEN)):  # a producer's staging folder
-            note(os.path.join(folder, name), HIDDEN_WHY, folder=True)
-        subfolders[:] = [d for d in subfolders if not d.startswith(HIDDEN)]
+        for name in sorted(subfolders):
+            if why := _unlisted(name):  # e.g. a producer's staging folder
+                note(os.path.join(folder, name), why, folder=True)
+        subfolders[:] = [d for d in subfolders if not _unlisted(d)]
         for name in names:
             path = os.path.join(folder, name)
             if not name.endswith(SUFFIXES):
                 note(path)
-            elif name.startswith(HIDDEN):
-                note(path, HIDDEN_WHY)
-            elif why := _unreadable(path):
+            elif why := _unlisted(name) or _unreadable(path):
                 note(path, why)
             else:
                 files.append(path)
     return files, notes
+
+
+def _unlisted(name: str) -> str | None:
+    """Why a file or folder of this name is not read, whatever it holds, or None."""
+    if name.startswith(HIDDEN):
+        return HIDDEN_WHY
+    try:
+        name.encode("utf-8")  # os.walk keeps other bytes as lone surrogates
+    except UnicodeEncodeError:
+        return NOT_UTF8_WHY
+    return None
 
 
 def _unreadable(path: str) -> str | None:
