@@ -86,7 +86,7 @@ def test_nesting_is_limited_and_a_deep_line_is_quarantined_not_a_crash():
                           (995, "variables")):  # the reader's own limit (also a RecursionError)
         assert bad("messages", nested(levels, field=field)) == (
             f"nested too deeply: arrays and objects more than {MAX_DEPTH} levels deep"), (levels, field)
-    wide = msg(variables={"list": [{"a": [i]} for i in range(2 * MAX_DEPTH)]})  # many brackets, 4 levels
+    wide = msg(variables={"list": [{"a": [i]} for i in range(2 * MAX_DEPTH)]})  # many brackets, 5 levels
     assert json.loads(parse_line("messages", wide)[0]["variables"])["list"][-1] == {"a": [2 * MAX_DEPTH - 1]}
 
 
