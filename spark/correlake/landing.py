@@ -71,10 +71,13 @@ def _scan(landing: str | Path, stream: str) -> tuple[list[str], list[tuple[str, 
             subfolders[:] = []
             continue
         seen.add(real)
+        kept = []
         for name in sorted(subfolders):
             if why := _unlisted(name):  # e.g. a producer's staging folder
                 note(os.path.join(folder, name), why, folder=True)
-        subfolders[:] = [d for d in subfolders if not _unlisted(d)]
+            else:
+                kept.append(name)
+        subfolders[:] = kept
         for name in names:
             path = os.path.join(folder, name)
             if not name.endswith(SUFFIXES):
