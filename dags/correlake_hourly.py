@@ -9,22 +9,15 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from airflow.sdk import Asset, CronDataIntervalTimetable, Param, chain, dag, get_current_context, task
+from airflow.sdk import Asset, CronDataIntervalTimetable, Param, chain, dag, task
 from correlake.config import (AIRFLOW_RUN_TIMEOUT_SECONDS, AIRFLOW_TASK_TIMEOUT_SECONDS, GOLD_TABLES,
                               MAX_QUARANTINE_RATIO, STAGES)
+from correlake.dag_calls import call_task
 from correlake.parsing import ISO_WITH_OFFSET
 
 GOLD_ASSETS = [Asset(name=f"correlake/gold/{table}", group="correlake") for table in GOLD_TABLES]
 
-
-def _call(function: str, *args):
-    """Run `correlake.airflow_tasks.<function>(context, *args)`."""
-    from correlake import airflow_tasks
-
-    return getattr(airflow_tasks, function)(get_current_context(), *args)
-
-
-step = task(_call)
+step = task(call_task)
 
 
 @dag(
@@ -54,7 +47,7 @@ step = task(_call)
     doc_md=__doc__,
 )
 def correlake_hourly():
-    tasks = [task.short_circuit(_call).override(task_id="prepare")("prepare")]
+    tasks = [task.short_circuit(call_task).override(task_id="prepare")("prepare")]
     for stage in STAGES:
         tasks.append(step.override(task_id=stage)("stage", stage))
         tasks.append(step.override(task_id=f"gate_{stage}", retries=0)("gate", stage))

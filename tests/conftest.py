@@ -76,13 +76,24 @@ def airflow_home(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def correlake_dag(airflow_home):
-    """The DAG object of dags/correlake_hourly.py, as Airflow's DagBag loads it."""
+def dag_bag(airflow_home):
+    """The DAGs of dags/, as Airflow's DagBag loads them."""
     from airflow.dag_processing.dagbag import DagBag
 
     bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
     assert bag.import_errors == {}
-    return bag.dags["correlake_hourly"]
+    assert sorted(bag.dags) == ["correlake_hourly", "correlake_maintenance"]
+    return bag
+
+
+@pytest.fixture(scope="session")
+def correlake_dag(dag_bag):
+    return dag_bag.dags["correlake_hourly"]
+
+
+@pytest.fixture(scope="session")
+def maintenance_dag(dag_bag):
+    return dag_bag.dags["correlake_maintenance"]
 
 
 SMALL_DEMO = {"hours": 1, "orders_per_hour": 30}  # the landing of the Airflow tests' runs

@@ -1,10 +1,12 @@
-"""The Airflow DAG `correlake_hourly`: a thin file that parses fast without Spark, the
-expected shape, `dag.test()` end to end equal to the CLI, a failing gate that stops the
-run with gold unchanged, a dry run that publishes nothing."""
+"""The Airflow DAGs `correlake_hourly` and `correlake_maintenance`: thin files that parse
+fast without Spark, the expected shapes, `dag.test()` end to end equal to the CLI, a
+failing gate that stops the run with gold unchanged, a dry run that publishes nothing,
+maintenance that a run staged before it survives."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from datetime import datetime, timedelta, timezone
@@ -17,7 +19,8 @@ from correlake.lake import version
 from correlake.store import staged_runs_dir
 from helpers import sorted_gold, write_jsonl
 
-DAG_FILE = Path(__file__).resolve().parents[1] / "dags" / "correlake_hourly.py"
+DAG_FILES = [str(Path(__file__).resolve().parents[1] / "dags" / f"{name}.py")
+             for name in ("correlake_hourly", "correlake_maintenance")]
 TASKS = ["prepare", "bronze", "gate_bronze", "silver", "gate_silver", "gold", "gate_gold", "publish", "stats"]
 
 IMPORT_PROBE = f"""
@@ -25,22 +28,23 @@ import importlib.util, json, sys, time
 start = time.perf_counter()
 import airflow.sdk
 sdk = time.perf_counter()
-spec = importlib.util.spec_from_file_location("correlake_hourly", {str(DAG_FILE)!r})
-spec.loader.exec_module(importlib.util.module_from_spec(spec))
+for n, path in enumerate({DAG_FILES!r}):
+    spec = importlib.util.spec_from_file_location(f"dag{{n}}", path)
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
 end = time.perf_counter()
-light = ("correlake", "correlake.config", "correlake.parsing")  # the DAG's constants: standard library only
+light = ("correlake", "correlake.config", "correlake.parsing", "correlake.dag_calls")  # standard library only
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "great_expectations", "correlake", "pandas")
                and m not in light)
 print(json.dumps({{"total": end - start, "dag_file": end - sdk, "heavy": heavy}}))
 """
 
 
-def test_dag_file_imports_fast_and_without_spark_or_gx():
+def test_dag_files_import_fast_and_without_spark_or_gx():
     out = subprocess.run([sys.executable, "-c", IMPORT_PROBE], check=True, capture_output=True, text=True).stdout
     probe = json.loads(out.strip().splitlines()[-1])
-    print(f"DAG import: {probe['total']:.2f} s in all, {probe['dag_file']:.2f} s for the DAG file itself")
+    print(f"DAG import: {probe['total']:.2f} s in all, {probe['dag_file']:.2f} s for the DAG files themselves")
     assert probe["heavy"] == []
-    assert probe["dag_file"] < 2.0  # the file itself, beyond importing airflow.sdk
+    assert probe["dag_file"] < 2.0  # the files themselves, beyond importing airflow.sdk
     assert probe["total"] < 30.0  # Airflow's default dagbag_import_timeout
 
 
@@ -169,3 +173,47 @@ def test_nothing_new_skips_the_run_and_a_dry_run_leaves_statuses_as_they_were(co
     states = _states(run)
     assert states["prepare"] == "success" and {states[t] for t in TASKS[1:]} == {"skipped"}
     assert _gold_versions(lake) == before
+
+
+# -- correlake_maintenance ----------------------------------------------------------------
+def test_the_maintenance_dag_runs_daily_between_two_hourly_runs(maintenance_dag):
+    from airflow.sdk import CronTriggerTimetable
+
+    dag = maintenance_dag
+    assert [t.task_id for t in dag.tasks] == ["maintain"]
+    assert isinstance(dag.timetable, CronTriggerTimetable) and dag.timetable.expression == "30 3 * * *"
+    assert (dag.catchup, dag.max_active_runs, set(dag.params)) == (False, 1, {"retain_hours", "dry_run"})
+    task = dag.get_task("maintain")
+    assert (task.retries, task.retry_delay, task.execution_timeout) == (3, timedelta(minutes=10), timedelta(hours=2))
+
+
+def test_maintenance_compacts_the_lake_and_a_run_staged_before_it_still_publishes(
+        spark, maintenance_dag, airflow_run, tmp_path, monkeypatch, capfd):
+    """The daily DAG on a copy of the hourly DAG's lake, while an hourly run waits between its
+    gold gate and `publish`: maintenance commits to every table but changes no row, so that
+    run publishes after it (a run's commits in between would make it refuse)."""
+    from correlake import stages
+    from correlake.config import STAGES, TABLES
+
+    lake, landing = str(shutil.copytree(airflow_run[2], tmp_path / "lake")), tmp_path / "landing"
+    write_jsonl(landing / "messages" / "late.jsonl", [
+        {"position": 950_000, "tenant_id": "shop-eu", "name": "payment-reminder", "correlation_key": "late",
+         "published_at": "2026-11-02T11:30:00Z"}])
+    write_jsonl(landing / "workflow_events" / "late.jsonl", [])
+    run_id = stages.prepare(spark, str(landing), lake)
+    for stage in STAGES:
+        stages.stage(spark, lake, run_id, stage)
+        stages.check(spark, lake, run_id, stage)
+    before, versions_before = sorted_gold(spark, lake), {name: version(table_path(lake, name)) for name in TABLES}
+
+    monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LAKE", lake)
+    capfd.readouterr()
+    assert _states(maintenance_dag.test()) == {"maintain": "success"}
+    out = capfd.readouterr().out
+    assert f"correlake maintain {lake} — VACUUM retention 168 h" in out and "gold/messages" in out
+    assert all(version(table_path(lake, name)) > v for name, v in versions_before.items() if v >= 0)
+    assert sorted_gold(spark, lake) == before
+
+    stages.publish(spark, lake, run_id)
+    published = spark.read.format("delta").load(table_path(lake, "messages")).where("message_key = 950000")
+    assert [(r["correlation_key"], r["status"]) for r in published.collect()] == [("late", "BUFFERED")]

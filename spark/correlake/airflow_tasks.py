@@ -1,8 +1,9 @@
-"""The bodies of the Airflow DAG's tasks (`dags/correlake_hourly.py`): each resolves the
-run's settings from the Airflow context and calls `correlake.stages`, as the CLI does,
-through `correlake.driver.call`: on a long-lived driver when CORRELAKE_DRIVER names one.
+"""The bodies of the Airflow DAGs' tasks (`dags/correlake_hourly.py`, `dags/correlake_maintenance.py`):
+each resolves its settings from the Airflow context and calls `correlake.stages` or
+`correlake.maintain`, as the CLI does, through `correlake.driver.call`: on a long-lived
+driver when CORRELAKE_DRIVER names one.
 
-Imported only inside running tasks, so the DAG file stays free of Spark and GX.
+Imported only inside running tasks, so the DAG files stay free of Spark and GX.
 `prepare` returns the run's handle (`{"run_id", "lake"}`, pushed to XCom) or None when
 there is nothing new; the later tasks pull it from `prepare`'s XCom.
 """
@@ -17,12 +18,13 @@ from airflow.sdk import Variable
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from . import stages
-from .config import demo_dir, state_dir, table_path
+from .config import AIRFLOW_LOCK_WAIT_SECONDS, demo_dir, state_dir, table_path
 from .driver import call
 from .gates import GateFailed
 from .errors import UsageError
-from .lake import UnreadableJournal, require_bronze
+from .lake import UnreadableJournal, require_bronze, require_folder
 from .landing import check_locations, unread_warning
+from .maintain import summary as maintenance_summary
 from .parsing import BadRecord, parse_time
 from .render import summary
 from .result import RunResult
@@ -138,3 +140,18 @@ def stats(context) -> None:
     """The run's summary and what gold now holds."""
     print(summary(RunResult(**context["ti"].xcom_pull(task_ids="publish"))))
     print(call("findings", _run(context)["lake"]))
+
+
+def maintain(context) -> None:
+    """Maintain the lake (skipped while there is none), waiting for a run that holds its lock."""
+    params = context["params"]
+    lake = locations()[1]
+    try:
+        require_folder(lake)
+    except UsageError as exc:
+        raise AirflowSkipException(f"{exc}: nothing to maintain yet (Airflow Variable correlake_lake)") from None
+    try:
+        result = call("maintain", lake, params["retain_hours"], params["dry_run"], AIRFLOW_LOCK_WAIT_SECONDS)
+    except UnreadableJournal as exc:  # a retry would meet the same journal
+        raise AirflowFailException(str(exc)) from None
+    print(maintenance_summary(result))

@@ -90,10 +90,10 @@ def _stop_call(signum, frame) -> None:
 
 def _functions() -> dict:
     """What a driver serves: name -> function whose first argument is the SparkSession."""
-    from . import pipeline, render, stages
+    from . import maintain, pipeline, render, stages
 
     return {"run": pipeline.run, "prepare": stages.prepare, "stage": stages.stage, "check": stages.check,
-            "publish": stages.publish, "findings": render.findings}
+            "publish": stages.publish, "findings": render.findings, "maintain": maintain.maintain}
 
 
 def _key_path(address: Path) -> Path:

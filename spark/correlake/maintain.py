@@ -29,6 +29,9 @@ from .sqlfiles import delta_table
 
 DELTA_RETAIN_HOURS = 168  # Delta's default delta.deletedFileRetentionDuration
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+# The operations of the commits maintenance makes (Delta's names): none changes a row
+OPERATIONS = frozenset({"OPTIMIZE", "REORG", "VACUUM START", "VACUUM END",  # DROP FEATURE's: the rest
+                        "UNSET TBLPROPERTIES", "Deletion Vector Tombstones", "Empty Commit", "DROP FEATURE"})
 
 
 @dataclass
@@ -78,6 +81,15 @@ def maintain(spark: SparkSession, lake_dir: str, retain_hours: float | None = No
             remove_validations(lake_dir, validations)
     result.seconds = round(time.perf_counter() - start, 2)
     return result
+
+
+def only_maintained(spark: SparkSession, path: str, version: int) -> bool:
+    """Whether maintenance made every commit of the table after `version` (its rows are
+    those of `version`); False if there was no table at `version`."""
+    if version < 0:
+        return False
+    history = spark.sql(f"DESCRIBE HISTORY {delta_table(path)}").where(f"version > {version}")
+    return all(r["operation"] in OPERATIONS for r in history.select("operation").collect())
 
 
 @contextmanager

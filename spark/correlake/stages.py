@@ -2,7 +2,8 @@
 
 Only `publish` writes lake tables, all at once and journalled; every stage before it
 reads the lake at the table versions `prepare` recorded (Delta time travel), so a run
-is computed against one snapshot and publishing refuses a lake that moved meanwhile.
+is computed against one snapshot and publishing refuses a lake that another run moved
+meanwhile (maintenance, which changes no row, may have run between).
 The CLI runs the stages in one process with frames kept in memory, Airflow each as a
 task with frames staged on disk (`store.py`); both call the same `StagedRun` methods.
 """
@@ -25,6 +26,7 @@ from .config import (AIRFLOW_LOCK_WAIT_SECONDS, GOLD_TABLES, STAGED_RUN_MAX_AGE_
 from .gates import GateFailed
 from .landing import new_files
 from .gold import messages_at
+from .maintain import only_maintained
 from .merge import restate
 from .reasons import reason_kind
 from .result import RunResult
@@ -204,7 +206,8 @@ class StagedRun:
     def publish(self) -> RunResult:
         """Write every table of the run, all or nothing. The caller holds the lake's lock."""
         moved = {name: v for name, v in self.plan.versions.items()
-                 if lake.version(table_path(self.lake_dir, name)) != v}
+                 if lake.version(path := table_path(self.lake_dir, name)) != v
+                 and not only_maintained(self.spark, path, v)}
         if moved:
             raise LakeMoved(f"the lake changed since run {self.run_id} was prepared (tables {sorted(moved)}); "
                             "this run was not published: start a new one")
