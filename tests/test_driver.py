@@ -69,8 +69,8 @@ def test_a_failing_gate_on_the_driver_fails_the_caller_with_its_report(served, l
     assert "correlake driver: run failed" in log.read_text()
 
 
-def test_airflow_tasks_run_their_stages_on_the_driver(spark, served, correlake_dag, landing_and_local_lake, tmp_path,
-                                                     monkeypatch):
+def test_airflow_tasks_run_their_stages_on_the_driver(spark, served, correlake_dag, maintenance_dag,
+                                                     landing_and_local_lake, tmp_path, monkeypatch, capfd):
     socket, log = served
     landing, local_lake = landing_and_local_lake
     served_before = log.read_text().count("done in")
@@ -84,6 +84,11 @@ def test_airflow_tasks_run_their_stages_on_the_driver(spark, served, correlake_d
     # prepare, three stages, three gates, publish, the stats' findings
     assert log.read_text().count("done in") - served_before == 9
     assert sorted_gold(spark, str(tmp_path / "lake")) == sorted_gold(spark, local_lake)
+    capfd.readouterr()
+    run = maintenance_dag.test(run_conf={"retain_hours": None, "dry_run": True})
+    assert {str(ti.state) for ti in run.get_task_instances()} == {"success"}
+    assert log.read_text().rstrip().splitlines()[-1].startswith("correlake driver: maintain done in")
+    assert "correlake maintain (dry run)" in capfd.readouterr().out
 
 
 def test_a_caller_gone_mid_call_stops_its_call_and_the_driver_serves_on(served, landing_and_local_lake, tmp_path,
