@@ -7,12 +7,12 @@ when the task runs, which calls the same `correlake.stages` as the CLI.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 from airflow.sdk import Asset, CronDataIntervalTimetable, Param, chain, dag, task
 from correlake.config import (AIRFLOW_RUN_TIMEOUT_SECONDS, AIRFLOW_TASK_TIMEOUT_SECONDS, GOLD_TABLES,
                               MAX_QUARANTINE_RATIO, STAGES)
-from correlake.dag_calls import call_task
+from correlake.dag_common import DAG_SETTINGS, call_task
 from correlake.parsing import ISO_WITH_OFFSET
 
 GOLD_ASSETS = [Asset(name=f"correlake/gold/{table}", group="correlake") for table in GOLD_TABLES]
@@ -24,9 +24,7 @@ step = task(call_task)
     dag_id="correlake_hourly",
     description="Correlate messages with workflow subscriptions: landing → bronze → silver → gold",
     schedule=CronDataIntervalTimetable("0 * * * *", timezone="UTC"),
-    start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
-    catchup=False,
-    max_active_runs=1,
+    **DAG_SETTINGS,
     dagrun_timeout=timedelta(seconds=AIRFLOW_RUN_TIMEOUT_SECONDS),
     default_args={"retries": 2, "retry_delay": timedelta(seconds=30), "retry_exponential_backoff": 2.0,
                   "max_retry_delay": timedelta(minutes=10),
@@ -43,7 +41,6 @@ step = task(call_task)
         "dry_run": Param(False, type="boolean",
                          description="Run every stage and gate, publish nothing."),
     },
-    tags=["correlake"],
     doc_md=__doc__,
 )
 def correlake_hourly():

@@ -8,20 +8,18 @@ publishes after it. Thin, as the hourly DAG's file: nothing of Spark is imported
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 from airflow.sdk import CronTriggerTimetable, Param, dag, task
 from correlake.config import AIRFLOW_TASK_TIMEOUT_SECONDS
-from correlake.dag_calls import call_task
+from correlake.dag_common import DAG_SETTINGS, call_task
 
 
 @dag(
     dag_id="correlake_maintenance",
     description="Compact, vacuum and checkpoint every table of correlake's lake",
     schedule=CronTriggerTimetable("30 3 * * *", timezone="UTC"),
-    start_date=datetime(2026, 1, 1, tzinfo=timezone.utc),
-    catchup=False,
-    max_active_runs=1,
+    **DAG_SETTINGS,
     default_args={"retries": 3, "retry_delay": timedelta(minutes=10),
                   "execution_timeout": timedelta(seconds=AIRFLOW_TASK_TIMEOUT_SECONDS)},
     params={
@@ -30,7 +28,6 @@ from correlake.dag_calls import call_task
                                           "overrides Delta's retention check: older versions become unreadable."),
         "dry_run": Param(False, type="boolean", description="Change nothing; report what VACUUM would delete."),
     },
-    tags=["correlake"],
     doc_md=__doc__,
 )
 def correlake_maintenance():

@@ -53,6 +53,7 @@ correlake: local Airflow starting (AIRFLOW_HOME=$AIRFLOW_HOME)
   log in as        admin / $password   (from $AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE)
   DAG              correlake_hourly   landing ${AIRFLOW_VAR_CORRELAKE_LANDING:-.local/demo/landing}, lake ${AIRFLOW_VAR_CORRELAKE_LAKE:-.local/airflow/lake}
                    (Airflow Variables correlake_landing / correlake_lake to change them)
+  DAG              correlake_maintenance   correlake maintain on that lake, daily at 03:30 UTC
 EOF
 set -m  # the driver and Airflow in process groups of their own, each stopped as a whole
 driver=""

@@ -32,7 +32,7 @@ for n, path in enumerate({DAG_FILES!r}):
     spec = importlib.util.spec_from_file_location(f"dag{{n}}", path)
     spec.loader.exec_module(importlib.util.module_from_spec(spec))
 end = time.perf_counter()
-light = ("correlake", "correlake.config", "correlake.parsing", "correlake.dag_calls")  # standard library only
+light = ("correlake", "correlake.config", "correlake.parsing", "correlake.dag_common")  # standard library only
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "great_expectations", "correlake", "pandas")
                and m not in light)
 print(json.dumps({{"total": end - start, "dag_file": end - sdk, "heavy": heavy}}))
