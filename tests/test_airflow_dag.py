@@ -17,7 +17,7 @@ import pytest
 from correlake.config import GOLD_TABLES, table_path
 from correlake.lake import version
 from correlake.store import staged_runs_dir
-from helpers import sorted_gold, write_jsonl
+from helpers import sorted_gold, versions, write_jsonl
 
 DAG_FILES = [str(Path(__file__).resolve().parents[1] / "dags" / f"{name}.py")
              for name in ("correlake_hourly", "correlake_maintenance")]
@@ -193,7 +193,7 @@ def test_maintenance_compacts_the_lake_and_a_run_staged_before_it_still_publishe
     gold gate and `publish`: maintenance commits to every table but changes no row, so that
     run publishes after it (a run's commits in between would make it refuse)."""
     from correlake import stages
-    from correlake.config import STAGES, TABLES
+    from correlake.config import STAGES
 
     lake, landing = str(shutil.copytree(airflow_run[2], tmp_path / "lake")), tmp_path / "landing"
     write_jsonl(landing / "messages" / "late.jsonl", [
@@ -204,14 +204,15 @@ def test_maintenance_compacts_the_lake_and_a_run_staged_before_it_still_publishe
     for stage in STAGES:
         stages.stage(spark, lake, run_id, stage)
         stages.check(spark, lake, run_id, stage)
-    before, versions_before = sorted_gold(spark, lake), {name: version(table_path(lake, name)) for name in TABLES}
+    before, versions_before = sorted_gold(spark, lake), versions(lake)
 
     monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LAKE", lake)
     capfd.readouterr()
     assert _states(maintenance_dag.test()) == {"maintain": "success"}
     out = capfd.readouterr().out
     assert f"correlake maintain {lake} — VACUUM retention 168 h" in out and "gold/messages" in out
-    assert all(version(table_path(lake, name)) > v for name, v in versions_before.items() if v >= 0)
+    after = versions(lake)
+    assert all(after[name] > v for name, v in versions_before.items() if v >= 0)
     assert sorted_gold(spark, lake) == before
 
     stages.publish(spark, lake, run_id)

@@ -29,8 +29,9 @@ from .sqlfiles import delta_table
 
 DELTA_RETAIN_HOURS = 168  # Delta's default delta.deletedFileRetentionDuration
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
-# The operations of the commits maintenance makes (Delta's names): none changes a row
-OPERATIONS = frozenset({"OPTIMIZE", "REORG", "VACUUM START", "VACUUM END",  # DROP FEATURE's: the rest
+# The operations of the commits maintenance makes (Delta's names): none changes a row.
+# The second line: the commits of `DROP FEATURE deletionVectors`.
+OPERATIONS = frozenset({"OPTIMIZE", "REORG", "VACUUM START", "VACUUM END",
                         "UNSET TBLPROPERTIES", "Deletion Vector Tombstones", "Empty Commit", "DROP FEATURE"})
 
 
