@@ -1,8 +1,9 @@
 """Hand-written cases through the real pipeline, each under its own tenant, in two runs:
 what the engine-level tests of test_rules.py cannot see — late data that moves a
 correlation to another key (rule 4), tenants kept apart by the Spark partitioning
-(rules 3a, 5, 7, 19), gold/messages' columns and the contract's defaults, and the
-default as_of (rule 23). Positions repeat across the two streams, as they may."""
+(rules 3a, 5, 7, 19), gold/messages' columns and the contract's defaults, the
+default as_of (rule 23), and an increment that recomputes the one key group it
+touches. Positions repeat across the two streams, as they may."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from correlake import pipeline
-from helpers import read_gold, write_jsonl
+from correlake.config import GOLD_TABLES, table_path
+from helpers import read_gold, versions, write_jsonl
 from records import S, deploy, ended, left, msg, sub
 
 PUBLISHED = datetime(2025, 12, 31, 23, 0, 0, 500_000, tzinfo=timezone.utc)  # "2026-01-01T00:00:00.5+01:00"
@@ -40,14 +42,22 @@ RUN_2 = (  # late data: a boundary event on the same element, opened before run 
 
 
 @pytest.fixture(scope="module")
-def gold(spark, tmp_path_factory):
+def runs(spark, tmp_path_factory):
+    """(lake, every table's version after run 1, run 2's result, gold after run 1)."""
     root = tmp_path_factory.mktemp("cases")
     lake = str(root / "lake")
     for n, (messages, events) in enumerate((RUN_1, RUN_2)):
         write_jsonl(root / "landing" / "messages" / f"{n}.jsonl", messages)
         write_jsonl(root / "landing" / "workflow_events" / f"{n}.jsonl", events)
-        pipeline.run(spark, str(root / "landing"), lake, max_quarantine_ratio=1.0)
-    return read_gold(spark, lake)
+        if n == 1:
+            after_first, first_gold = versions(lake), read_gold(spark, lake)
+        result = pipeline.run(spark, str(root / "landing"), lake, max_quarantine_ratio=1.0)
+    return lake, after_first, result, first_gold
+
+
+@pytest.fixture(scope="module")
+def gold(spark, runs):
+    return read_gold(spark, runs[0])
 
 
 def rows(gold, table: str, tenant: str) -> list[dict]:
@@ -100,3 +110,24 @@ def test_a_message_row_carries_the_contracts_defaults_and_the_default_as_of(gold
                    "deadline": published + 3_600_000, "variables": "{}", "status": "BUFFERED", "duplicate_of": None,
                    "correlation_count": 0, "as_of": int(AS_OF.timestamp() * 1000)}
     assert {r["as_of"] for r in gold["messages"]} == {row["as_of"]}
+
+
+def test_an_increment_recomputes_only_the_key_group_it_touches(spark, runs, gold):
+    """Run 2's records (keys k1 and k2 of tenant "late", linked by element e) touch one key
+    group of the lake's: a gold table gets at most one MERGE, whose source is that group's
+    rows (and the keys of its rows that go), and no other tenant's row changes."""
+    lake, after_first, result, first_gold = runs
+    assert result.touched_groups == 1
+    for table in GOLD_TABLES:
+        commits = spark.sql(f"DESCRIBE HISTORY delta.`{table_path(lake, table)}`").where(
+            f"version > {after_first[table]}").collect()
+        late = len(rows(gold, table, "late"))
+        if late or rows(first_gold, table, "late"):
+            [commit] = commits
+            assert commit["operation"] == "MERGE", table
+            metrics = {k: int(v) for k, v in commit["operationMetrics"].items() if k.startswith("num")}
+            assert metrics["numSourceRows"] == late + metrics["numTargetRowsDeleted"], table
+        else:  # nothing to restate: Delta commits no empty MERGE
+            assert commits == [], table
+        others = [sorted(repr(r) for r in g[table] if r["tenant_id"] != "late") for g in (first_gold, gold)]
+        assert others[0] and others[0] == others[1], table
