@@ -1,8 +1,9 @@
-"""The session's JVM settings (collector, codegen cache), row projections evaluated in
+"""The session's JVM settings (collector, codegen cache, stdout), row projections evaluated in
 small runs, the in-memory store of a run's frames, writes run a few at a time that stop
 at the first failure or interrupt, and an interrupt that cancels the job the main thread
 waits for."""
 
+import os
 import signal
 import threading
 import time
@@ -20,6 +21,13 @@ from correlake.store import MemoryStore, Plan
 def test_driver_runs_the_throughput_collector(spark):
     beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     assert {bean.getName() for bean in beans} == {"PS Scavenge", "PS MarkSweep"}
+
+
+def test_the_jvm_writes_its_stdout_to_stderr(spark):
+    """What Spark or Delta print (each VACUUM's "Deleted N files…") stays out of a
+    command's output, such as `correlake maintain`'s summary or `correlake sql`'s rows."""
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    assert os.readlink(f"/proc/{pid}/fd/1") == os.readlink(f"/proc/{pid}/fd/2")
 
 
 def test_memory_store_checkpoints_frames_and_keeps_narrow_ones_as_views(spark):

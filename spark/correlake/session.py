@@ -76,7 +76,8 @@ def get_spark(settings: SparkSettings | None = None):
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
-        spark = builder.getOrCreate()
+        with _stdout_to_stderr():  # the JVM's stdout, inherited: what Spark or Delta print stays out of our output
+            spark = builder.getOrCreate()
         spark._jsparkSession.sessionState()  # made on first use: it checks the SQL settings
     except Exception as exc:  # the JVM did not start (it said why above), or refused a setting
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()] or [type(exc).__name__]
@@ -88,6 +89,21 @@ def get_spark(settings: SparkSettings | None = None):
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, interrupt_quietly(KeyboardInterrupt))  # in place of PySpark's
     return spark
+
+
+@contextmanager
+def _stdout_to_stderr():
+    """File descriptor 1 is stderr's within the block: a child process started there
+    writes its stdout to stderr. (Delta prints each VACUUM's "Deleted N files…" line to
+    the JVM's stdout, where it would precede a command's output or corrupt its piped rows.)"""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def log_level(context, level: str) -> None:
