@@ -13,6 +13,7 @@ import pytest
 
 from correlake import pipeline
 from correlake.config import GOLD_TABLES, table_path
+from correlake.sqlfiles import delta_table
 from helpers import read_gold, versions, write_jsonl
 from records import S, deploy, ended, left, msg, sub
 
@@ -119,7 +120,7 @@ def test_an_increment_recomputes_only_the_key_group_it_touches(spark, runs, gold
     lake, after_first, result, first_gold = runs
     assert result.touched_groups == 1
     for table in GOLD_TABLES:
-        commits = spark.sql(f"DESCRIBE HISTORY delta.`{table_path(lake, table)}`").where(
+        commits = spark.sql(f"DESCRIBE HISTORY {delta_table(table_path(lake, table))}").where(
             f"version > {after_first[table]}").collect()
         late = len(rows(gold, table, "late"))
         if late or rows(first_gold, table, "late"):
