@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from correlake import cli, pipeline, stages
 from correlake.config import MAX_FILE_BYTES, table_path
+from correlake.sqlfiles import delta_table
 from helpers import versions, write_jsonl
 
 T0 = 1767225600000
@@ -399,7 +400,7 @@ def test_records_that_move_as_of_re_evaluate_every_message_and_late_ones_only_th
     assert run("d", [m(3, key="d", ttl_ms=0)], as_of=T0 + 3) == [
         (1, "BUFFERED", T0 + 3), (2, "BUFFERED", T0 + 3), (3, "EXPIRED", T0 + 3), (4000, "BUFFERED", T0 + 3),
         (5000, "BUFFERED", T0 + 3)]
-    history = spark.sql(f"DESCRIBE HISTORY delta.`{table_path(lake_dir, 'messages')}`").orderBy("version").collect()
+    history = spark.sql(f"DESCRIBE HISTORY {delta_table(table_path(lake_dir, 'messages'))}").orderBy("version").collect()
     assert [(r["operation"], r["operationParameters"].get("mode")) for r in history][1:] == [
         ("WRITE", "Overwrite"), ("MERGE", None), ("WRITE", "Overwrite")]
 
