@@ -2,8 +2,9 @@
 what the engine-level tests of test_rules.py cannot see — late data that moves a
 correlation to another key (rule 4), tenants kept apart by the Spark partitioning
 (rules 3a, 5, 7, 19), gold/messages' columns and the contract's defaults, the
-default as_of (rule 23), and an increment that recomputes the one key group it
-touches. Positions repeat across the two streams, as they may."""
+default as_of (rule 23), instance keys of correlake's reserved form made by a
+producer, and an increment that recomputes the one key group it touches. Positions
+repeat across the two streams, as they may."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from records import S, deploy, ended, left, msg, sub
 PUBLISHED = datetime(2025, 12, 31, 23, 0, 0, 500_000, tzinfo=timezone.utc)  # "2026-01-01T00:00:00.5+01:00"
 AS_OF = PUBLISHED + timedelta(seconds=10)  # the latest event time: a workflow event's
 NUL_TENANTS = ("a", "a\u0000b")  # tenant + key texts that a separator would run together
+RESERVED_KEYS = ("msg-start:orders", "msg-start:p:99999999999999999999", "msg-start:")  # no instance correlake starts
 
 RUN_1 = (
     [msg(1, 4, "m", "k1", tenant="late"),
@@ -29,12 +31,16 @@ RUN_1 = (
      {"position": 30, "name": "m", "correlation_key": 7, "published_at": "2026-01-01T00:00:00.5+01:00",
       "message_id": "", "variables": None, "tenant_id": None, "ttl_ms": None},
      {"position": 31, "name": "m", "correlation_key": "k", "published_at": "2026-01-02T00:00:00Z",
-      "ttl_ms": -1}],  # quarantined: its time does not count for as_of
+      "ttl_ms": -1},  # quarantined: its time does not count for as_of
+     msg(40, 3, "m", "rk0", tenant="reserved")],
     [sub(1, 2, "e", "m", "k1", etype="RECEIVE_TASK", tenant="late"),
      sub(10, 0, "e", "m", "k", tenant="A"), left(11, 1, "e", tenant="B"), ended(12, 1, "i", tenant="B"),
      deploy(13, 0, "q", starts=("s",), tenant="A"), deploy(14, 0, "q", starts=("s",), tenant="B"),
      deploy(20, 0, "p", starts=("m",), tenant="a"),
-     {"position": 30, "type": "ELEMENT_LEFT", "timestamp": AS_OF.isoformat(), "element_instance_key": "none"}],
+     {"position": 30, "type": "ELEMENT_LEFT", "timestamp": AS_OF.isoformat(), "element_instance_key": "none"},
+     *(event for n, key in enumerate(RESERVED_KEYS)  # the reserved form, made by a producer
+       for event in (sub(40 + 2 * n, 1, f"r{n}", "m", f"rk{n}", pik=key, tenant="reserved"),
+                     ended(41 + 2 * n, 2, key, tenant="reserved")))],
 )
 RUN_2 = (  # late data: a boundary event on the same element, opened before run 1's receive task
     [msg(2, 3, "c", "k2", tenant="late")],
@@ -98,6 +104,17 @@ def test_tenant_and_key_are_never_run_together(gold):
                 for m in rows(gold, "messages", t)}
     assert statuses == {20: ("EXPIRED", None), 21: ("EXPIRED", None), 22: ("EXPIRED", None),
                         23: ("EXPIRED", None)}
+
+
+def test_instance_keys_of_the_reserved_form_that_no_start_made_end_nothing(gold):
+    """Keys that begin with `msg-start:` but name no instance correlake starts (no message
+    position, or one past BIGINT): their INSTANCE_ENDED are held (rule 20a) for a start
+    that never comes, so the subscriptions in them stay open and one takes its message."""
+    assert [(c["message_key"], c["element_instance_key"], c["correlated_at"])
+            for c in rows(gold, "correlations", "reserved")] == [(40, "r0", 3 * S)]
+    assert {s["process_instance_key"]: s["close_reason"] for s in gold["subscriptions"]
+            if s["tenant_id"] == "reserved"} == dict(zip(RESERVED_KEYS, ("CORRELATED", None, None)))
+    assert rows(gold, "message_started_instances", "reserved") == []
 
 
 def test_a_message_row_carries_the_contracts_defaults_and_the_default_as_of(gold):

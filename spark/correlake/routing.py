@@ -24,9 +24,10 @@ MAX_ROUNDS = 50
 
 
 def started_message_key(instance_key):
-    """The message position inside `msg-start:{process}:{message_key}`, else null."""
+    """The message position inside `msg-start:{process}:{message_key}`, else null (also
+    for a producer's key of that reserved form that no message position fits)."""
     return F.when(instance_key.startswith(START_PREFIX),
-                  F.regexp_extract(instance_key, r":(-?\d+)$", 1).cast("bigint"))
+                  F.regexp_extract(instance_key, r":(-?\d+)$", 1).try_cast("bigint"))
 
 
 def owner_links(opens: DataFrame) -> DataFrame:
