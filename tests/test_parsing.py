@@ -44,8 +44,7 @@ def test_long_integers_are_read_exactly_up_to_a_limit():
 
 @pytest.mark.parametrize("value", [True, None, [1], {"a": 1}])
 def test_correlation_key_wrong_types(value):
-    assert bad("messages", msg(correlation_key=value)) in ("wrong type of correlation_key",
-                                                           "missing field correlation_key")
+    assert bad("messages", msg(correlation_key=value)) == "wrong type of correlation_key"
 
 
 @pytest.mark.parametrize("text, millis", [

@@ -140,10 +140,12 @@ def normalise_key(value, field: str) -> str:
 
 def _get(obj: dict, field: str, required: bool):
     value = obj.get(field, _MISSING)
-    if value is _MISSING or (required and value is None):
+    if value is _MISSING:
         if required:
             raise BadRecord(f"missing field {field}")
         return None
+    if value is None and required:
+        raise BadRecord(f"wrong type of {field}")  # null is a JSON type, not an absent field
     return value
 
 
