@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
 import pytest
 
+from correlake.options import as_of
 from correlake.parsing import MAX_DEPTH, MAX_INT_DIGITS, BadRecord, normalise_key, parse_line, parse_time
 
 MSG = {"position": 1, "name": "m", "correlation_key": "k", "published_at": "2026-01-01T00:00:00Z"}
@@ -192,3 +194,15 @@ def test_only_lines_blank_in_jsons_sense_are_not_records():
 
     rows = list(parse_file("messages", "f.jsonl", b"\n \t\r\n\x0c\n" + msg() + b"\n"))
     assert [(r["_line"], r.get("reason", "")[:12]) for r in rows] == [(3, "invalid JSON"), (4, "")]
+
+
+@pytest.mark.parametrize("text, millis", [("1767225600000", 1767225600000), ("-5", -5),
+                                          ("2026-01-01T00:00:00Z", 1767225600000)])
+def test_as_of_option_takes_epoch_millis_or_iso_8601(text, millis):
+    assert as_of(text) == millis
+
+
+@pytest.mark.parametrize("text", ["\u0661\u0662", "--5", "2026-01-01T00:00:00", "+5"])
+def test_as_of_option_refuses_what_is_neither(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        as_of(text)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 
 from .config import ConfigError, parse_number
 
@@ -31,7 +32,7 @@ def as_of(text: str) -> int:
     from .parsing import BadRecord, parse_time
 
     try:
-        return parse_time(int(text) if text.lstrip("-").isdigit() else text, "--as-of")
+        return parse_time(int(text) if re.fullmatch(r"-?[0-9]+", text) else text, "--as-of")
     except BadRecord as exc:
         raise argparse.ArgumentTypeError(f"{exc} (use ISO-8601 with an offset, or epoch millis)") from None
 
