@@ -3,8 +3,8 @@ what the engine-level tests of test_rules.py cannot see — late data that moves
 correlation to another key (rule 4), tenants kept apart by the Spark partitioning
 (rules 3a, 5, 7, 19), gold/messages' columns and the contract's defaults, the
 default as_of (rule 23), instance keys of correlake's reserved form made by a
-producer, and an increment that recomputes the one key group it touches. Positions
-repeat across the two streams, as they may."""
+producer, a long chain of linked keys, and an increment that recomputes the one key
+group it touches. Positions repeat across the two streams, as they may."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from records import S, deploy, ended, left, msg, sub
 PUBLISHED = datetime(2025, 12, 31, 23, 0, 0, 500_000, tzinfo=timezone.utc)  # "2026-01-01T00:00:00.5+01:00"
 AS_OF = PUBLISHED + timedelta(seconds=10)  # the latest event time: a workflow event's
 NUL_TENANTS = ("a", "a\u0000b")  # tenant + key texts that a separator would run together
+CHAIN = 60  # links in a chain of keys (key grouping once gave up after 50)
 RESERVED_KEYS = ("msg-start:orders", "msg-start:p:99999999999999999999", "msg-start:")  # no instance correlake starts
 
 RUN_1 = (
@@ -32,7 +33,7 @@ RUN_1 = (
       "message_id": "", "variables": None, "tenant_id": None, "ttl_ms": None},
      {"position": 31, "name": "m", "correlation_key": "k", "published_at": "2026-01-02T00:00:00Z",
       "ttl_ms": -1},  # quarantined: its time does not count for as_of
-     msg(40, 3, "m", "rk0", tenant="reserved")],
+     msg(40, 3, "m", "rk0", tenant="reserved"), msg(41, 3, "b", f"c{CHAIN}", tenant="chain")],
     [sub(1, 2, "e", "m", "k1", etype="RECEIVE_TASK", tenant="late"),
      sub(10, 0, "e", "m", "k", tenant="A"), left(11, 1, "e", tenant="B"), ended(12, 1, "i", tenant="B"),
      deploy(13, 0, "q", starts=("s",), tenant="A"), deploy(14, 0, "q", starts=("s",), tenant="B"),
@@ -40,7 +41,10 @@ RUN_1 = (
      {"position": 30, "type": "ELEMENT_LEFT", "timestamp": AS_OF.isoformat(), "element_instance_key": "none"},
      *(event for n, key in enumerate(RESERVED_KEYS)  # the reserved form, made by a producer
        for event in (sub(40 + 2 * n, 1, f"r{n}", "m", f"rk{n}", pik=key, tenant="reserved"),
-                     ended(41 + 2 * n, 2, key, tenant="reserved")))],
+                     ended(41 + 2 * n, 2, key, tenant="reserved"))),
+     *(event for n in range(CHAIN)  # element instance n waits on keys c{n} and c{n+1}: one group of them all
+       for event in (sub(100 + 2 * n, 1, f"e{n}", "a", f"c{n}", etype="RECEIVE_TASK", tenant="chain"),
+                     sub(101 + 2 * n, 1, f"e{n}", "b", f"c{n + 1}", etype="BOUNDARY_EVENT", tenant="chain")))],
 )
 RUN_2 = (  # late data: a boundary event on the same element, opened before run 1's receive task
     [msg(2, 3, "c", "k2", tenant="late")],
@@ -115,6 +119,17 @@ def test_instance_keys_of_the_reserved_form_that_no_start_made_end_nothing(gold)
     assert {s["process_instance_key"]: s["close_reason"] for s in gold["subscriptions"]
             if s["tenant_id"] == "reserved"} == dict(zip(RESERVED_KEYS, ("CORRELATED", None, None)))
     assert rows(gold, "message_started_instances", "reserved") == []
+
+
+def test_a_long_chain_of_linked_keys_is_one_group(gold):
+    """Sixty element instances, each waiting on two keys, the next on the second of them:
+    one key group of 61 keys. The last key's message takes the last boundary event and
+    closes its receive task; every other subscription stays open."""
+    assert [(c["message_key"], c["element_instance_key"]) for c in rows(gold, "correlations", "chain")] == [
+        (41, f"e{CHAIN - 1}")]
+    closed = {(s["element_instance_key"], s["message_name"]): s["close_reason"] for s in gold["subscriptions"]
+              if s["tenant_id"] == "chain" and s["close_reason"]}
+    assert closed == {(f"e{CHAIN - 1}", "b"): "CORRELATED", (f"e{CHAIN - 1}", "a"): "SIBLING_CORRELATED"}
 
 
 def test_a_message_row_carries_the_contracts_defaults_and_the_default_as_of(gold):

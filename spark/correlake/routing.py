@@ -20,7 +20,7 @@ from pyspark.sql import functions as F
 from .engine import START_PREFIX
 from .schemas import SCOPE
 
-MAX_ROUNDS = 50
+MAX_ROUNDS = 64  # of `_components`: it takes about log2 of the longest chain of links
 
 
 def started_message_key(instance_key):
@@ -50,21 +50,46 @@ def started_links(opens: DataFrame, messages: DataFrame) -> DataFrame:
 
 def _components(edges: DataFrame) -> DataFrame:
     """(tenant_id, node, root) for every node of undirected `edges` (tenant_id, a, b):
-    root is the smallest node of its connected component (min-label propagation)."""
+    root is the smallest node of its connected component.
+
+    FastSV (Zhang, Azad and Hu, 2020): every node has a parent, a node of its component
+    no larger than itself. Each round a node takes the smallest of its grandparent and
+    its neighbours' grandparents, and offers the latter to its parent as well: whole
+    trees merge and halve in height, so a chain of n links takes about log2(n) rounds
+    (100,000 links: 19) where passing the smallest label one link a round takes n.
+    When no parent changes, every node's parent is its component's smallest node."""
     edges = edges.unionByName(edges.select("tenant_id", F.col("b").alias("a"), F.col("a").alias("b"))) \
         .distinct().localCheckpoint()
-    roots = edges.select("tenant_id", F.col("a").alias("node"), F.col("a").alias("root")).distinct()
+    parent = _without_estimate(edges.select("tenant_id", F.col("a").alias("node"), F.col("a").alias("parent"))
+                               .distinct())
     for _ in range(MAX_ROUNDS):
-        offered = (edges.join(roots.withColumnRenamed("node", "b"), ["tenant_id", "b"])
-                   .select("tenant_id", F.col("a").alias("node"), "root"))
-        new = (roots.unionByName(offered).groupBy("tenant_id", "node")
-               .agg(F.min("root").alias("root")).localCheckpoint())
-        changed = (new.join(roots.withColumnRenamed("root", "old"), ["tenant_id", "node"])
-                   .where(F.col("root") != F.col("old")).limit(1).count())
-        roots = new
+        grand = parent.join(parent.select("tenant_id", F.col("node").alias("parent"), F.col("parent").alias("grand")),
+                            ["tenant_id", "parent"])  # grand <= parent <= node
+        offered = (edges.join(grand.select("tenant_id", F.col("node").alias("b"), F.col("grand").alias("offer")),
+                              ["tenant_id", "b"])
+                   .join(grand.select("tenant_id", F.col("node").alias("a"), "parent"), ["tenant_id", "a"]))
+        offers = (grand.select("tenant_id", "node", F.col("grand").alias("offer"))
+                  .unionByName(offered.select("tenant_id", F.col("a").alias("node"), "offer"))
+                  .unionByName(offered.select("tenant_id", F.col("parent").alias("node"), "offer")))
+        new = _without_estimate(offers.groupBy("tenant_id", "node").agg(F.min("offer").alias("parent")))
+        changed = (new.join(parent.withColumnRenamed("parent", "old"), ["tenant_id", "node"])
+                   .where(F.col("parent") != F.col("old")).limit(1).count())
+        parent = new
         if not changed:
-            return roots
+            return parent.withColumnRenamed("parent", "root")
     raise RuntimeError("key groups did not converge")
+
+
+def _without_estimate(df: DataFrame) -> DataFrame:
+    """`df` checkpointed, with Spark's default size estimate rather than its plan's.
+
+    A checkpoint keeps the size estimate of the plan it computed, and a join's estimate
+    is the product of its sides'. Carried from round to round of `_components`, which
+    joins the parents with themselves, it would gain digits fourfold a round: by the
+    tenth, the planner multiplies numbers of millions of digits for minutes."""
+    checkpoint = df.localCheckpoint()._jdf
+    spark = df.sparkSession
+    return DataFrame(spark._jsparkSession.createDataFrame(checkpoint.rdd(), checkpoint.schema()), spark)
 
 
 def grow_groups(groups: DataFrame, links: DataFrame) -> DataFrame:
