@@ -21,6 +21,7 @@ from .engine import START_PREFIX
 from .schemas import SCOPE
 
 MAX_ROUNDS = 64  # of `_components`: it takes about log2 of the longest chain of links
+NEIGHBOUR_ROUNDS = 3  # its first rounds, the cheaper kind
 
 
 def started_message_key(instance_key):
@@ -52,32 +53,48 @@ def _components(edges: DataFrame) -> DataFrame:
     """(tenant_id, node, root) for every node of undirected `edges` (tenant_id, a, b):
     root is the smallest node of its connected component.
 
-    FastSV (Zhang, Azad and Hu, 2020): every node has a parent, a node of its component
-    no larger than itself. Each round a node takes the smallest of its grandparent and
-    its neighbours' grandparents, and offers the latter to its parent as well: whole
-    trees merge and halve in height, so a chain of n links takes about log2(n) rounds
-    (100,000 links: 19) where passing the smallest label one link a round takes n.
-    When no parent changes, every node's parent is its component's smallest node."""
+    Every node has a parent, a node of its component no larger than itself; when a round
+    changes no parent, every node's parent is its component's smallest node. The first
+    rounds pass the smallest parent among a node's neighbours (enough for the small
+    groups of most runs: two rounds); later ones are FastSV's (Zhang, Azad and Hu,
+    2020), in which whole trees merge and halve in height, so that a chain of n links
+    takes about log2(n) rounds (100,000 links: 19) rather than n."""
     edges = edges.unionByName(edges.select("tenant_id", F.col("b").alias("a"), F.col("a").alias("b"))) \
         .distinct().localCheckpoint()
-    parent = _without_estimate(edges.select("tenant_id", F.col("a").alias("node"), F.col("a").alias("parent"))
-                               .distinct())
-    for _ in range(MAX_ROUNDS):
-        grand = parent.join(parent.select("tenant_id", F.col("node").alias("parent"), F.col("parent").alias("grand")),
-                            ["tenant_id", "parent"])  # grand <= parent <= node
-        offered = (edges.join(grand.select("tenant_id", F.col("node").alias("b"), F.col("grand").alias("offer")),
-                              ["tenant_id", "b"])
-                   .join(grand.select("tenant_id", F.col("node").alias("a"), "parent"), ["tenant_id", "a"]))
-        offers = (grand.select("tenant_id", "node", F.col("grand").alias("offer"))
-                  .unionByName(offered.select("tenant_id", F.col("a").alias("node"), "offer"))
-                  .unionByName(offered.select("tenant_id", F.col("parent").alias("node"), "offer")))
-        new = _without_estimate(offers.groupBy("tenant_id", "node").agg(F.min("offer").alias("parent")))
+    parent = edges.select("tenant_id", F.col("a").alias("node"), F.col("a").alias("parent")).distinct() \
+        .localCheckpoint()
+    for rounds in range(MAX_ROUNDS):
+        if rounds < NEIGHBOUR_ROUNDS:
+            new = _from_neighbours(edges, parent).localCheckpoint()
+        else:
+            new = _without_estimate(_fastsv(edges, parent))
         changed = (new.join(parent.withColumnRenamed("parent", "old"), ["tenant_id", "node"])
                    .where(F.col("parent") != F.col("old")).limit(1).count())
         parent = new
         if not changed:
             return parent.withColumnRenamed("parent", "root")
     raise RuntimeError("key groups did not converge")
+
+
+def _from_neighbours(edges: DataFrame, parent: DataFrame) -> DataFrame:
+    """A round in which each node takes the smallest parent of itself and its neighbours."""
+    offered = (edges.join(parent.withColumnRenamed("node", "b"), ["tenant_id", "b"])
+               .select("tenant_id", F.col("a").alias("node"), "parent"))
+    return parent.unionByName(offered).groupBy("tenant_id", "node").agg(F.min("parent").alias("parent"))
+
+
+def _fastsv(edges: DataFrame, parent: DataFrame) -> DataFrame:
+    """A FastSV round: each node takes the smallest of its grandparent and its
+    neighbours' grandparents, and offers the latter to its parent as well."""
+    grand = parent.join(parent.select("tenant_id", F.col("node").alias("parent"), F.col("parent").alias("grand")),
+                        ["tenant_id", "parent"])  # grand <= parent <= node
+    offered = (edges.join(grand.select("tenant_id", F.col("node").alias("b"), F.col("grand").alias("offer")),
+                          ["tenant_id", "b"])
+               .join(grand.select("tenant_id", F.col("node").alias("a"), "parent"), ["tenant_id", "a"]))
+    offers = (grand.select("tenant_id", "node", F.col("grand").alias("offer"))
+              .unionByName(offered.select("tenant_id", F.col("a").alias("node"), "offer"))
+              .unionByName(offered.select("tenant_id", F.col("parent").alias("node"), "offer")))
+    return offers.groupBy("tenant_id", "node").agg(F.min("offer").alias("parent"))
 
 
 def _without_estimate(df: DataFrame) -> DataFrame:
