@@ -1,8 +1,8 @@
 """correlake, hourly: prepare → bronze → gate → silver → gate → gold → gate → publish → stats.
 
 Thin on purpose: nothing of Spark or Great Expectations is imported when the scheduler
-parses this file. Each task runs one function of `correlake.airflow_tasks`, imported
-when the task runs, which calls the same `correlake.stages` as the CLI.
+parses this file. Each task runs one function of `correlake.interfaces.airflow_tasks`, imported
+when the task runs, which calls the same `correlake.run.stages` as the CLI.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from datetime import timedelta
 from airflow.sdk import Asset, CronDataIntervalTimetable, Param, chain, dag, task
 from correlake.config import (AIRFLOW_RUN_TIMEOUT_SECONDS, AIRFLOW_TASK_TIMEOUT_SECONDS, GOLD_TABLES,
                               MAX_QUARANTINE_RATIO, STAGES)
-from correlake.dag_common import DAG_SETTINGS, call_task
-from correlake.parsing import ISO_WITH_OFFSET
+from correlake.interfaces.airflow_dags import DAG_SETTINGS, call_task
+from correlake.contract.parsing import ISO_WITH_OFFSET
 
 GOLD_ASSETS = [Asset(name=f"correlake/gold/{table}", group="correlake") for table in GOLD_TABLES]
 

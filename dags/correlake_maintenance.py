@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from airflow.sdk import CronTriggerTimetable, Param, dag, task
 from correlake.config import AIRFLOW_TASK_TIMEOUT_SECONDS
-from correlake.dag_common import DAG_SETTINGS, call_task
+from correlake.interfaces.airflow_dags import DAG_SETTINGS, call_task
 
 
 @dag(

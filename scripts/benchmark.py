@@ -58,9 +58,9 @@ def cold_floor_seconds(landing: Path, target: Path) -> float:
 
 def files_per_table(spark, lake: Path) -> dict:
     """Active data files of every lake table (Delta's DESCRIBE DETAIL)."""
-    from correlake import lake as lake_io
+    from correlake.lake import tables as lake_io
     from correlake.config import TABLES, table_path
-    from correlake.sqlfiles import delta_table
+    from correlake.lake.sqlfiles import delta_table
 
     return {name: spark.sql(f"DESCRIBE DETAIL {delta_table(table_path(lake, name))}").first()["numFiles"]
             for name in TABLES if lake_io.is_table(table_path(lake, name))}
@@ -81,7 +81,7 @@ def jvm_peak_rss_mb(spark) -> int:
 def served_driver(out: Path, report: dict):
     """A `correlake serve` (default warm-up) for the increments; its socket. Records its
     warm-up and, at the end, the peak RSS of its JVM and of its Python process."""
-    from correlake.driver import jvm_pid, spawn
+    from correlake.run.driver import jvm_pid, spawn
 
     socket, log = out / "driver.sock", out / "driver.log"
     start = time.perf_counter()
@@ -99,7 +99,7 @@ def served_driver(out: Path, report: dict):
 
 def run_increment(spark, via: str, landing: Path, lake: Path, socket: Path | None) -> dict:
     """One increment run, in this process or through the CLI; its timings (seconds)."""
-    from correlake import pipeline
+    from correlake.run import pipeline
 
     if via == "process":
         result = pipeline.run(spark, str(landing), str(lake), max_quarantine_ratio=1.0)
@@ -127,8 +127,8 @@ def main() -> None:
     parser.add_argument("--out", default=".local/bench")
     args = parser.parse_args()
 
-    from correlake import pipeline
-    from correlake.workload import BASE_MS, HOUR_MS, generate
+    from correlake.run import pipeline
+    from correlake.samples.workload import BASE_MS, HOUR_MS, generate
     from correlake.session import get_spark
 
     out = Path(args.out)

@@ -4,7 +4,7 @@
         [--messages 50] [--events 50] [--keys 2500] [--variants plain,maintained,autocompact]
         [--out .local/many_runs]
 
-Not run by CI. One SparkSession. Each hour, an increment (`correlake.workload.generate`)
+Not run by CI. One SparkSession. Each hour, an increment (`correlake.samples.workload.generate`)
 lands and every variant's lake runs the pipeline on it, interleaved so that they share
 the machine's load:
   plain        no maintenance;
@@ -45,7 +45,7 @@ def session_conf(spark, conf: dict):
 
 def measure(spark, lake: Path) -> dict:
     """Per table: active files, files on disk, log files, files a VACUUM would delete now."""
-    from correlake.maintain import maintain
+    from correlake.lake.maintenance import maintain
 
     return {t.table: {"active": t.files[0], "on_disk": t.on_disk[0], "log": t.log_files[0],
                       "bytes": t.bytes[0], "vacuumable": t.vacuumed}
@@ -129,11 +129,11 @@ def main() -> None:
     parser.add_argument("--out", default=".local/many_runs")
     args = parser.parse_args()
 
-    from correlake import pipeline
+    from correlake.run import pipeline
     from correlake.config import SparkSettings
-    from correlake.maintain import maintain
+    from correlake.lake.maintenance import maintain
     from correlake.session import get_spark
-    from correlake.workload import BASE_MS, HOUR_MS, generate
+    from correlake.samples.workload import BASE_MS, HOUR_MS, generate
 
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)

@@ -23,8 +23,8 @@ def spark():
 @pytest.fixture(scope="session")
 def demo_lake(spark, tmp_path_factory):
     """A lake from one real pipeline run over an hour of the demo landing (the analyst tests read it)."""
-    from correlake import pipeline
-    from correlake.demo import write_demo_landing
+    from correlake.run import pipeline
+    from correlake.samples.demo import write_demo_landing
 
     root = tmp_path_factory.mktemp("demo")
     write_demo_landing(root / "landing", hours=1)
@@ -103,8 +103,8 @@ SMALL_DEMO = {"hours": 1, "orders_per_hour": 30}  # the landing of the Airflow t
 def small_demo_gold(spark, tmp_path_factory):
     """The gold of `correlake run` over the SMALL_DEMO landing (sorted rows): what each
     Airflow run of that landing must give."""
-    from correlake import cli
-    from correlake.demo import write_demo_landing
+    from correlake.interfaces import cli
+    from correlake.samples.demo import write_demo_landing
     from helpers import sorted_gold
 
     root = tmp_path_factory.mktemp("small_demo")
@@ -117,7 +117,7 @@ def small_demo_gold(spark, tmp_path_factory):
 def airflow_run(spark, correlake_dag, tmp_path_factory):
     """One successful `dag.test()` run on a small demo landing: (dag run, landing, lake).
     Its tasks run in this process, on the test session's SparkSession."""
-    from correlake.demo import write_demo_landing
+    from correlake.samples.demo import write_demo_landing
 
     root = tmp_path_factory.mktemp("airflow_run")
     landing, lake = root / "landing", root / "lake"

@@ -12,7 +12,8 @@ import os
 import signal
 import sys
 
-from correlake import pipeline, scope, stages
+from correlake.run import pipeline, stages
+from correlake.transforms import scope
 from correlake.session import get_spark
 
 

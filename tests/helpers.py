@@ -10,10 +10,11 @@ import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
-from correlake import driver, lake
+from correlake.run import driver
+from correlake.lake import tables as lake
 from correlake.config import GOLD_TABLES, TABLES, table_path
-from correlake.parsing import parse_line
-from correlake.schemas import GOLD, GOLD_TIMES
+from correlake.contract.parsing import parse_line
+from correlake.contract.schemas import GOLD, GOLD_TIMES
 
 START_KEY = re.compile(r"^msg-start:(.*):(-?\d+)$")
 

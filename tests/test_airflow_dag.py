@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from correlake.config import GOLD_TABLES, table_path
-from correlake.lake import version
-from correlake.store import staged_runs_dir
+from correlake.lake.tables import version
+from correlake.run.store import staged_runs_dir
 from helpers import sorted_gold, versions, write_jsonl
 
 DAG_FILES = [str(Path(__file__).resolve().parents[1] / "dags" / f"{name}.py")
@@ -32,7 +32,8 @@ for n, path in enumerate({DAG_FILES!r}):
     spec = importlib.util.spec_from_file_location(f"dag{{n}}", path)
     spec.loader.exec_module(importlib.util.module_from_spec(spec))
 end = time.perf_counter()
-light = ("correlake", "correlake.config", "correlake.parsing", "correlake.dag_common")  # standard library only
+light = ("correlake", "correlake.config", "correlake.contract", "correlake.contract.parsing",
+         "correlake.interfaces", "correlake.interfaces.airflow_dags")  # standard library only
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "great_expectations", "correlake", "pandas")
                and m not in light)
 print(json.dumps({{"total": end - start, "dag_file": end - sdk, "heavy": heavy}}))
@@ -70,7 +71,7 @@ def test_dagbag_loads_the_dag_with_its_schedule_params_retries_and_assets(correl
 def test_as_of_is_the_param_else_a_scheduled_runs_interval_end_else_the_cli_default():
     from airflow.sdk.exceptions import AirflowFailException
 
-    from correlake.airflow_tasks import as_of_millis
+    from correlake.interfaces.airflow_tasks import as_of_millis
 
     end = datetime(2026, 11, 2, 10, tzinfo=timezone.utc)
     assert as_of_millis(None, "scheduled", end) == int(end.timestamp() * 1000)
@@ -143,7 +144,7 @@ def test_a_task_cleared_alone_after_its_run_was_dropped_fails_without_retry(tmp_
     """A gate that failed dropped its staged run: clearing a later task alone cannot work."""
     from airflow.sdk.exceptions import AirflowFailException
 
-    from correlake import airflow_tasks
+    from correlake.interfaces import airflow_tasks
 
     class TaskInstance:  # what a task reads of its TaskInstance: prepare's XCom
         def xcom_pull(self, task_ids):
@@ -192,7 +193,7 @@ def test_maintenance_compacts_the_lake_and_a_run_staged_before_it_still_publishe
     """The daily DAG on a copy of the hourly DAG's lake, while an hourly run waits between its
     gold gate and `publish`: maintenance commits to every table but changes no row, so that
     run publishes after it (a run's commits in between would make it refuse)."""
-    from correlake import stages
+    from correlake.run import stages
     from correlake.config import STAGES
 
     lake, landing = str(shutil.copytree(airflow_run[2], tmp_path / "lake")), tmp_path / "landing"

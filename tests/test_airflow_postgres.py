@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import AIRFLOW_BIN, SMALL_DEMO, airflow_env
-from correlake.demo import write_demo_landing
+from correlake.samples.demo import write_demo_landing
 from helpers import free_port, sorted_gold
 from test_airflow_dag import TASKS
 

@@ -17,9 +17,10 @@ import sys
 import pytest
 from pyspark.sql import functions as F
 
-from correlake import cli, pipeline, stages
+from correlake.interfaces import cli
+from correlake.run import pipeline, stages
 from correlake.config import MAX_FILE_BYTES, table_path
-from correlake.sqlfiles import delta_table
+from correlake.lake.sqlfiles import delta_table
 from helpers import versions, write_jsonl
 
 T0 = 1767225600000
@@ -187,7 +188,7 @@ def test_usage_errors_exit_2(tmp_path, capsys):
 
 
 def test_what_a_run_will_not_read_is_named(tmp_path):
-    from correlake.landing import unread, unread_warning
+    from correlake.lake.landing import unread, unread_warning
 
     for name in ("messages/a.jsonl", "messages/2026/b.json", "messages/.c.jsonl.tmp", "messages/d.jsonl.gz",
                  "e.jsonl", "old/f.jsonl"):
@@ -205,7 +206,7 @@ def test_what_a_run_will_not_read_is_named(tmp_path):
 
 
 def test_files_a_run_cannot_read_are_named_with_why_and_read_once_they_can(tmp_path):
-    from correlake.landing import list_files, unread
+    from correlake.lake.landing import list_files, unread
 
     msgs = tmp_path / "messages"
     for name in ("a.jsonl", ".b.jsonl", "_c.jsonl", "sub/d.jsonl", "../outside/e.jsonl", "_tmp/f.jsonl",
@@ -242,7 +243,7 @@ def test_unreadable_files_and_folders_are_named_not_skipped_silently(tmp_path):
         (tmp_path / name).touch()
     (tmp_path / "messages/secret.jsonl").chmod(0)
     (tmp_path / "workflow_events/locked").chmod(0)
-    code = ("import sys; from correlake.landing import list_files, unread; "
+    code = ("import sys; from correlake.lake.landing import list_files, unread; "
             "print([f.path for f in list_files(sys.argv[1])]); print(unread(sys.argv[1]))")
     command = [sys.executable, "-c", code, str(tmp_path)]
     if os.geteuid() == 0:
@@ -275,7 +276,7 @@ def test_a_hidden_file_or_folder_is_not_recorded_as_ingested_and_is_read_once_re
 
 
 def test_an_unexpected_error_exits_3_not_as_a_failed_gate_here_and_on_a_driver(tmp_path, capsys, monkeypatch):
-    from correlake import driver
+    from correlake.run import driver
 
     try:
         raise RuntimeError("a bug")
@@ -294,7 +295,7 @@ def test_an_unexpected_error_exits_3_not_as_a_failed_gate_here_and_on_a_driver(t
 
 
 def test_a_full_disk_or_a_file_it_may_not_write_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch):
-    from correlake import driver
+    from correlake.run import driver
 
     java = ("An error occurred while calling o2564.save.\n: org.apache.spark.SparkException: Task failed\n"
             "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2935)\n"
@@ -312,7 +313,7 @@ def test_a_full_disk_or_a_file_it_may_not_write_is_one_line_not_a_traceback(tmp_
 
 
 def test_gzip_lines_are_read(tmp_path):
-    from correlake.bronze import parse_file
+    from correlake.transforms.bronze import parse_file
 
     data = gzip.compress(b'{"position": 1}\n\n{"position": 2}\n')
     rows = list(parse_file("messages", "x.jsonl.gz", data))
@@ -323,8 +324,8 @@ def test_gzip_lines_are_read(tmp_path):
 
 @pytest.mark.parametrize("chunk", [1 << 20, 100])  # members and breaks within and across chunks
 def test_a_gzip_file_that_breaks_off_gives_its_lines_up_to_there(monkeypatch, chunk):
-    from correlake import bronze
-    from correlake.bronze import parse_file
+    from correlake.transforms import bronze
+    from correlake.transforms.bronze import parse_file
 
     monkeypatch.setattr(bronze, "_GZIP_CHUNK", chunk)
 
@@ -406,7 +407,7 @@ def test_records_that_move_as_of_re_evaluate_every_message_and_late_ones_only_th
 
 
 def test_reason_kinds_are_the_same_in_python_and_in_spark_sql(spark):
-    from correlake.reasons import reason_kind, reason_kind_sql
+    from correlake.contract.reasons import reason_kind, reason_kind_sql
 
     reasons = ["conflicting position 4: differs from the record at /a/b's.jsonl:1", "missing field name",
                "invalid JSON: Expecting ',' delimiter: line 1 column 81 (char 80)", "invalid JSON: not an object",

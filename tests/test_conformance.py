@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from correlake import cli
+from correlake.interfaces import cli
 from helpers import START_KEY, iso_to_millis, read_gold, relabel, write_landing
 
 DATA = Path(__file__).parent / "data"

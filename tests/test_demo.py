@@ -3,7 +3,7 @@ a second demo run finds nothing new; another demo is refused in its folder."""
 
 from __future__ import annotations
 
-from correlake import cli
+from correlake.interfaces import cli
 from correlake.config import table_path
 
 

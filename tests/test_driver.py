@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from correlake import driver, pipeline
-from correlake.demo import write_demo_landing
-from correlake.gates import GateFailed
+from correlake.run import driver, pipeline
+from correlake.samples.demo import write_demo_landing
+from correlake.quality.gates import GateFailed
 from helpers import sorted_gold, start_driver
 
 CORRELAKE = str(Path(sys.executable).with_name("correlake"))

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from correlake.config import PROJECT_ROOT, table_path
-from correlake.sqlfiles import delta_table
+from correlake.lake.sqlfiles import delta_table
 
 EXAMPLE = PROJECT_ROOT / "examples" / "read_gold_duckdb.py"
 
@@ -48,7 +48,7 @@ def test_the_contract_tables_are_read_by_every_delta_rs_reader(spark, tmp_path):
     restated tables have the feature."""
     from deltalake import DeltaTable
 
-    from correlake import pipeline
+    from correlake.run import pipeline
     from correlake.config import DELETION_VECTOR_TABLES, GOLD_TABLES
     from helpers import write_landing
 
@@ -99,7 +99,7 @@ def test_example_applies_deletion_vectors(spark, demo_lake, tmp_path):
 def test_times_of_any_year_pass_the_gates_and_read_the_same_without_spark(spark, tmp_path):
     """Years 1 to 9999 are valid times; pandas (in the gates) holds 1677-2262 only, and
     Parquet's INT96 (Spark's default) is read wrapped by delta-rs outside that range."""
-    from correlake import pipeline
+    from correlake.run import pipeline
     from helpers import write_landing
 
     messages = [{"position": 1, "name": "m", "correlation_key": "a", "published_at": "1600-01-01T00:00:00Z"},

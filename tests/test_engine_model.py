@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from correlake.dedup import dedup_messages
-from correlake.engine import correlate_partition
+from correlake.semantics.uniqueness import dedup_messages
+from correlake.semantics.engine import correlate_partition
 from generators import START_EVENTS, streams
 from helpers import parsed
 from reference_model import reference

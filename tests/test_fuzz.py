@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from correlake import pipeline
+from correlake.run import pipeline
 from correlake.config import table_path
 
 T0 = 1_767_225_600_000

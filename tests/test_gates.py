@@ -12,9 +12,11 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from correlake import cli, gates, gold
+from correlake.interfaces import cli
+from correlake.quality import gates
+from correlake.transforms import gold
 from correlake.config import data_docs_dir, table_path, validation_results_dir
-from correlake.sqlfiles import delta_table
+from correlake.lake.sqlfiles import delta_table
 from helpers import write_jsonl
 
 T = datetime(2026, 1, 1)
@@ -146,7 +148,7 @@ def _sub(element_instance_key, name, element_type, interrupting, closed_at, reas
 
 
 def _gold(spark, correlations, count=1, instances=(), subscriptions=None):
-    from correlake.schemas import GOLD
+    from correlake.contract.schemas import GOLD
 
     c = frame(spark, correlations, GOLD["correlations"])
     m = frame(spark, [(1, "t", "m", "k", None, 60_000, T, T + timedelta(minutes=1), "CORRELATED", None, 1, "{}", T)],

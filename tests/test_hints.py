@@ -3,7 +3,7 @@ and the answer is the same either way."""
 
 from __future__ import annotations
 
-from correlake import hints
+from correlake.transforms import hints
 
 
 def initial_plan(df) -> str:

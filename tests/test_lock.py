@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from correlake import catalog, cli, lake
+from correlake.lake import catalog, tables as lake
+from correlake.interfaces import cli
 
 
 def test_second_run_is_refused_while_the_first_holds_the_lock(tmp_path):

@@ -7,11 +7,13 @@ from __future__ import annotations
 import pytest
 from deltalake import DeltaTable
 
-from correlake import cli, lake, pipeline
+from correlake.interfaces import cli
+from correlake.lake import tables as lake
+from correlake.run import pipeline
 from correlake.config import TABLES, data_docs_dir, table_path, validation_results_dir
-from correlake.maintain import RETENTION_CHECK, maintain
-from correlake.sqlfiles import delta_table
-from correlake.workload import BASE_MS, generate
+from correlake.lake.maintenance import RETENTION_CHECK, maintain
+from correlake.lake.sqlfiles import delta_table
+from correlake.samples.workload import BASE_MS, generate
 from helpers import versions
 
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from correlake.options import as_of
-from correlake.parsing import MAX_DEPTH, MAX_INT_DIGITS, BadRecord, normalise_key, parse_line, parse_time
+from correlake.interfaces.options import as_of
+from correlake.contract.parsing import MAX_DEPTH, MAX_INT_DIGITS, BadRecord, normalise_key, parse_line, parse_time
 
 MSG = {"position": 1, "name": "m", "correlation_key": "k", "published_at": "2026-01-01T00:00:00Z"}
 OPEN = {"position": 2, "type": "SUBSCRIPTION_OPENED", "timestamp": 1767225600000, "bpmn_process_id": "p",
@@ -190,7 +190,7 @@ def test_workflow_event_quarantine_reasons(raw, reason):
 
 
 def test_only_lines_blank_in_jsons_sense_are_not_records():
-    from correlake.bronze import parse_file
+    from correlake.transforms.bronze import parse_file
 
     rows = list(parse_file("messages", "f.jsonl", b"\n \t\r\n\x0c\n" + msg() + b"\n"))
     assert [(r["_line"], r.get("reason", "")[:12]) for r in rows] == [(3, "invalid JSON"), (4, "")]

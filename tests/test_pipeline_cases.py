@@ -12,9 +12,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from correlake import pipeline
+from correlake.run import pipeline
 from correlake.config import GOLD_TABLES, table_path
-from correlake.sqlfiles import delta_table
+from correlake.lake.sqlfiles import delta_table
 from helpers import read_gold, versions, write_jsonl
 from records import S, deploy, ended, left, msg, sub
 

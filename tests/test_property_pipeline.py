@@ -12,7 +12,8 @@ import random
 
 import pytest
 
-from correlake import cli, pipeline
+from correlake.interfaces import cli
+from correlake.run import pipeline
 from generators import START_EVENTS, combine, generate_cases
 from helpers import assert_gold_equals, parsed, project, read_gold, write_jsonl
 from reference_model import reference

@@ -17,9 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from correlake import cli, lake, pipeline, stages
+from correlake.interfaces import cli
+from correlake.lake import tables as lake
+from correlake.run import pipeline, stages
 from correlake.config import TABLES, table_path
-from correlake.store import staged_runs_dir
+from correlake.run.store import staged_runs_dir
 from generators import combine, generate_cases
 from helpers import project, read_gold, versions, write_jsonl
 
@@ -145,7 +147,7 @@ def test_two_runs_at_once_one_proceeds_the_other_waits_or_is_refused(spark, worl
     """The first run is another process's: the test session's driver, called by a `correlake run`."""
     landing, base, _, reference = world
     lake_dir = copy_lake(base, tmp_path / "lake")
-    first = subprocess.Popen([sys.executable, "-m", "correlake.cli", "run", "--landing", str(landing),
+    first = subprocess.Popen([sys.executable, "-m", "correlake.interfaces.cli", "run", "--landing", str(landing),
                               "--lake", lake_dir, "--max-quarantine-ratio", "1"],
                              env={**os.environ, "CORRELAKE_DRIVER": str(served[0])},
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from correlake import cli
+from correlake.interfaces import cli
 from correlake.config import table_path
 
 CHARTS = 8  # activity, latency, backlog, unmatched by name and by key, lock waits, closed subscriptions, quarantine
@@ -61,7 +61,7 @@ def test_chromium_draws_every_chart(report, tmp_path):
 
 
 def test_a_lake_of_quarantine_only_has_a_report_and_a_folder_is_no_out_file(spark, tmp_path, capsys):
-    from correlake import pipeline
+    from correlake.run import pipeline
     from helpers import write_jsonl
 
     landing, lake = tmp_path / "landing", str(tmp_path / "lake")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from correlake.routing import _components
+from correlake.transforms.key_groups import _components
 
 
 def smallest_of_each_component(edges: list[tuple[str, str, str]]) -> dict[tuple[str, str], str]:

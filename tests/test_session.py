@@ -12,10 +12,10 @@ import pytest
 from pyspark.sql import functions as F
 
 from correlake.config import INTERPRETED_MAX_BYTES
-from correlake.landing import LandingFile
-from correlake.result import RunResult
+from correlake.lake.landing import LandingFile
+from correlake.run.result import RunResult
 from correlake.session import LOG_LEVEL, interrupt_quietly, log_level, row_projections, run_concurrently
-from correlake.store import MemoryStore, Plan
+from correlake.run.store import MemoryStore, Plan
 
 
 def test_driver_runs_the_throughput_collector(spark):

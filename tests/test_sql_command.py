@@ -8,9 +8,9 @@ import json
 
 import pyarrow.parquet as pq
 
-from correlake import cli
+from correlake.interfaces import cli
 from correlake.config import table_path
-from correlake.lake import version
+from correlake.lake.tables import version
 
 
 def sql(capsys, *args) -> tuple[int, str, str]:

@@ -8,7 +8,8 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from correlake import catalog, cli
+from correlake.lake import catalog
+from correlake.interfaces import cli
 from helpers import read_gold, write_landing
 
 HOUR = 3_600_000

@@ -11,7 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from .config import CANCEL_SECONDS, WRITE_THREADS, SparkSettings, state_dir
+from correlake.config import CANCEL_SECONDS, WRITE_THREADS, SparkSettings, state_dir
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 LOG_LEVEL = "ERROR"

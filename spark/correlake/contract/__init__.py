@@ -1,0 +1,1 @@
+"""The data contract: landing lines, table schemas, quarantine reasons."""

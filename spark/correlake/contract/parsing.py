@@ -1,0 +1,342 @@
+"""Validation and normalisation of one landing line (contract.md), pure Python.
+
+`parse_line` turns the raw bytes of a line into a normalised record dict or
+raises `BadRecord` with the quarantine reason.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import sys
+from datetime import datetime, timedelta, timezone
+
+from correlake.config import DEFAULT_TENANT, DEFAULT_TTL_MS
+
+ELEMENT_TYPES = frozenset(
+    {"INTERMEDIATE_CATCH_EVENT", "RECEIVE_TASK", "BOUNDARY_EVENT", "EVENT_BASED_GATEWAY", "EVENT_SUBPROCESS"}
+)
+READS_INTERRUPTING = frozenset({"BOUNDARY_EVENT", "EVENT_SUBPROCESS"})
+EVENT_TYPES = frozenset({"PROCESS_DEPLOYED", "SUBSCRIPTION_OPENED", "ELEMENT_LEFT", "INSTANCE_ENDED"})
+
+# contract.md *Times*: a date-time (seconds may be left out, as ISO-8601 allows:
+# `2026-01-01T08:30Z`) with an explicit offset (also the DAG's `as_of` form)
+_DATE_TIME = r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?"
+ISO_WITH_OFFSET = _DATE_TIME + r"(?:([Zz])|([+-])(\d{2}):(\d{2}))"
+_ISO = re.compile(ISO_WITH_OFFSET, re.ASCII)
+_WITHOUT_OFFSET = re.compile(_DATE_TIME, re.ASCII)
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+MAX_MILLIS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
+MIN_MILLIS = -62_135_596_800_000  # 0001-01-01T00:00:00Z
+INT64 = 2**63 - 1
+INT32 = 2**31 - 1
+# JSON integers are read exactly up to this many digits (a correlation key's "exact decimal
+# digits", a big number in variables). Python converts between int and text only up to 4,300
+# digits, a guard against the conversions' quadratic cost: ~0.15 s a line at this limit.
+MAX_INT_DIGITS = 100_000
+if 0 < sys.get_int_max_str_digits() < MAX_INT_DIGITS:
+    sys.set_int_max_str_digits(MAX_INT_DIGITS)
+# Arrays and objects within each other at most this deep. Python's JSON reader and writer,
+# and the step that reads 1.0 as 1, recurse once or twice per level in a stack of ~1,000
+# frames: without a limit well below that, a deep line would stop the run instead of going
+# to quarantine. (serde_json allows 128 levels, Jackson 1,000.)
+MAX_DEPTH = 256
+_MISSING = object()
+
+
+class BadRecord(ValueError):
+    """A line that goes to quarantine; the message is the reason."""
+
+
+def _reject_constant(name: str):
+    raise ValueError(f"{name} is not valid JSON")
+
+
+class _Floats:
+    """The decoder's `parse_float`: finite floats only; notes whether a line had an
+    integral one (`1.0`, `1e2`), which equals an integer as parsed JSON (see `parse_line`)."""
+
+    integral = False
+
+    def __call__(self, text: str) -> float:
+        value = float(text)
+        if not math.isfinite(value):  # 1e400: no JSON text can hold it again
+            raise BadRecord(f"number out of range: {text[:40]}")
+        if value.is_integer():
+            self.integral = True
+        return value
+
+
+def _parse_int(text: str) -> int:
+    """The decoder's `parse_int`: exact, up to MAX_INT_DIGITS digits."""
+    if (digits := len(text) - text.startswith("-")) > MAX_INT_DIGITS:
+        raise BadRecord(f"number out of range: an integer of {digits} digits (at most {MAX_INT_DIGITS})")
+    return int(text)
+
+
+def _integral_floats_as_ints(value):
+    if isinstance(value, dict):
+        return {k: _integral_floats_as_ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_integral_floats_as_ints(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def parse_time(value, field: str) -> int:
+    """ISO-8601 with offset, or integer epoch millis -> epoch millis (UTC)."""
+    if _is_int(value):
+        if not MIN_MILLIS <= value <= MAX_MILLIS:
+            raise BadRecord(f"{field} out of range")
+        return value
+    if isinstance(value, str):
+        m = _ISO.fullmatch(value)
+        if m:
+            year, month, day, hour, minute, second, frac, zulu, sign, oh, om = m.groups()
+            try:
+                local = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second or 0),
+                                 tzinfo=timezone.utc)
+            except ValueError as exc:
+                raise BadRecord(f"unparseable timestamp in {field}: {exc}") from None
+            if not zulu and (int(oh) > 23 or int(om) > 59):
+                raise BadRecord(f"unparseable timestamp in {field}: offset out of range")
+            offset = timedelta(0) if zulu else timedelta(hours=int(oh), minutes=int(om))
+            if sign == "-":
+                offset = -offset
+            millis = int((frac or "0")[:3].ljust(3, "0"))
+            delta = local - _EPOCH - offset  # timedeltas: no overflow at the calendar's ends
+            result = (delta.days * 86_400 + delta.seconds) * 1000 + millis
+            if not MIN_MILLIS <= result <= MAX_MILLIS:
+                raise BadRecord(f"{field} out of range")
+            return result
+        if _WITHOUT_OFFSET.fullmatch(value):
+            raise BadRecord(f"timestamp without offset in {field}")
+        raise BadRecord(f"unparseable timestamp in {field}")
+    raise BadRecord(f"wrong type of {field}")
+
+
+def instance_key(value, field: str) -> str:
+    """Instance keys: strings as is, JSON integers as their decimal digits."""
+    if isinstance(value, str):
+        return value
+    if _is_int(value):
+        return str(value)
+    raise BadRecord(f"wrong type of {field}")
+
+
+def normalise_key(value, field: str) -> str:
+    """Correlation key: as an instance key, and other numbers truncated to integer digits."""
+    if isinstance(value, float) and math.isfinite(value):
+        return str(int(value))  # int() truncates toward zero
+    return instance_key(value, field)
+
+
+def _get(obj: dict, field: str, required: bool):
+    value = obj.get(field, _MISSING)
+    if value is _MISSING:
+        if required:
+            raise BadRecord(f"missing field {field}")
+        return None
+    if value is None and required:
+        raise BadRecord(f"wrong type of {field}")  # null is a JSON type, not an absent field
+    return value
+
+
+def _string(obj: dict, field: str, required: bool = True, non_empty: bool = True):
+    value = _get(obj, field, required)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise BadRecord(f"wrong type of {field}")
+    if non_empty and value == "":
+        raise BadRecord(f"empty {field}")
+    return value
+
+
+def _int(obj: dict, field: str, required: bool = True, default=None, limit: int = INT64):
+    value = _get(obj, field, required)
+    if value is None:
+        return default
+    if not _is_int(value):
+        raise BadRecord(f"wrong type of {field}")
+    if not -limit - 1 <= value <= limit:
+        raise BadRecord(f"{field} out of range")
+    return value
+
+
+def _version_of_subscription(obj: dict) -> int:
+    """Missing: 1 (contract.md); null, unlike the fields whose default covers it, is a wrong type."""
+    if obj.get("process_version", _MISSING) is None:
+        raise BadRecord("wrong type of process_version")
+    return _int(obj, "process_version", required=False, default=1, limit=INT32)
+
+
+def _tenant(obj: dict) -> str:
+    value = _get(obj, "tenant_id", False)
+    if value is None or value == "":
+        return DEFAULT_TENANT
+    if not isinstance(value, str):
+        raise BadRecord("wrong type of tenant_id")
+    return value
+
+
+# Built once: `json.loads`/`json.dumps` with options build a new decoder/encoder per call.
+_FLOATS = _Floats()
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_FLOATS, parse_int=_parse_int)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_json(value) -> str:
+    return _CANONICAL.encode(value)
+
+
+def decode(raw: bytes) -> dict:
+    """Bytes of one line -> JSON object, or BadRecord."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadRecord(f"non-UTF-8 bytes at offset {exc.start}") from None
+    try:
+        if text.startswith("\ufeff"):  # as json.loads does
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        _FLOATS.integral = False
+        obj = _DECODER.decode(text)
+    except BadRecord:
+        raise
+    except RecursionError:
+        raise _too_deep() from None
+    except ValueError as exc:
+        raise BadRecord(f"invalid JSON: {str(exc)[:120]}") from None
+    if not isinstance(obj, dict):
+        raise BadRecord("invalid JSON: not an object")
+    if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:  # else it cannot nest that deep
+        _check_depth(obj)
+    return obj
+
+
+def _too_deep() -> BadRecord:
+    return BadRecord(f"nested too deeply: arrays and objects more than {MAX_DEPTH} levels deep")
+
+
+def _check_depth(obj: dict) -> None:
+    """BadRecord if arrays and objects nest more than MAX_DEPTH levels deep (a walk without recursion)."""
+    level, depth = [obj], 1
+    while level := [v for c in level for v in (c.values() if isinstance(c, dict) else c)
+                    if isinstance(v, (dict, list))]:
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise _too_deep()
+
+
+def parse_message(obj: dict) -> dict:
+    ttl = _int(obj, "ttl_ms", required=False, default=DEFAULT_TTL_MS)
+    if ttl < 0:
+        raise BadRecord("negative ttl_ms")
+    published_at = parse_time(_get(obj, "published_at", True), "published_at")
+    if published_at + ttl > MAX_MILLIS:
+        raise BadRecord("ttl_ms out of range: deadline after year 9999")
+    message_id = _string(obj, "message_id", required=False, non_empty=False)
+    variables = _get(obj, "variables", False)
+    if variables is None:
+        variables = {}
+    elif not isinstance(variables, dict):
+        raise BadRecord("wrong type of variables")
+    return {
+        "position": _int(obj, "position"),
+        "tenant_id": _tenant(obj),
+        "name": _string(obj, "name"),
+        "correlation_key": normalise_key(_get(obj, "correlation_key", True), "correlation_key"),
+        "published_at": published_at,
+        "ttl_ms": ttl,
+        "message_id": message_id or None,
+        "variables": _COMPACT.encode(variables),
+    }
+
+
+def parse_workflow_event(obj: dict) -> dict:
+    position = _int(obj, "position")
+    kind = _get(obj, "type", True)
+    if not isinstance(kind, str):
+        raise BadRecord("wrong type of type")
+    if kind not in EVENT_TYPES:
+        raise BadRecord(f"unknown type {kind[:40]!r}")
+    record = {
+        "position": position,
+        "tenant_id": _tenant(obj),
+        "type": kind,
+        "timestamp": parse_time(_get(obj, "timestamp", True), "timestamp"),
+        "bpmn_process_id": None,
+        "process_version": None,
+        "process_instance_key": None,
+        "element_instance_key": None,
+        "element_id": None,
+        "element_type": None,
+        "message_name": None,
+        "correlation_key": None,
+        "interrupting": None,
+        "message_start_events": None,
+    }
+    if kind == "PROCESS_DEPLOYED":
+        starts = _get(obj, "message_start_events", False)
+        if starts is None:
+            starts = []
+        if not isinstance(starts, list) or not all(isinstance(s, str) for s in starts):
+            raise BadRecord("wrong type of message_start_events")
+        record.update(
+            bpmn_process_id=_string(obj, "bpmn_process_id", non_empty=False),
+            process_version=_int(obj, "process_version", limit=INT32),
+            message_start_events=starts,
+        )
+    elif kind == "SUBSCRIPTION_OPENED":
+        element_type = _string(obj, "element_type")
+        if element_type not in ELEMENT_TYPES:
+            raise BadRecord(f"unknown element_type {element_type[:40]!r}")
+        interrupting = True
+        if element_type in READS_INTERRUPTING:
+            value = _get(obj, "interrupting", False)
+            if value is not None and not isinstance(value, bool):
+                raise BadRecord("wrong type of interrupting")
+            interrupting = True if value is None else value
+        record.update(
+            bpmn_process_id=_string(obj, "bpmn_process_id", non_empty=False),
+            process_version=_version_of_subscription(obj),
+            process_instance_key=instance_key(_get(obj, "process_instance_key", True), "process_instance_key"),
+            element_instance_key=instance_key(_get(obj, "element_instance_key", True), "element_instance_key"),
+            element_id=_string(obj, "element_id", required=False, non_empty=False),
+            element_type=element_type,
+            message_name=_string(obj, "message_name"),
+            correlation_key=normalise_key(_get(obj, "correlation_key", True), "correlation_key"),
+            interrupting=interrupting,
+        )
+    elif kind == "ELEMENT_LEFT":
+        pik = _get(obj, "process_instance_key", False)
+        record.update(
+            process_instance_key=None if pik is None else instance_key(pik, "process_instance_key"),
+            element_instance_key=instance_key(_get(obj, "element_instance_key", True), "element_instance_key"),
+        )
+    else:  # INSTANCE_ENDED
+        record["process_instance_key"] = instance_key(_get(obj, "process_instance_key", True), "process_instance_key")
+    return record
+
+
+PARSERS = {"messages": parse_message, "workflow_events": parse_workflow_event}
+
+
+def parse_line(stream: str, raw: bytes) -> tuple[dict, str]:
+    """Return (normalised record, content hash) or raise BadRecord."""
+    obj = decode(raw)
+    try:  # equal as parsed JSON: 1.0 is 1, as in any JSON reader
+        canonical = canonical_json(_integral_floats_as_ints(obj) if _FLOATS.integral else obj).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate escape such as "\ud800": not Unicode text
+        raise BadRecord("invalid JSON: unpaired surrogate escape in a string") from None
+    record = PARSERS[stream](obj)
+    digest = hashlib.sha256(canonical).hexdigest()[:32]
+    return record, digest

@@ -1,0 +1,157 @@
+"""The bodies of the Airflow DAGs' tasks (`dags/correlake_hourly.py`, `dags/correlake_maintenance.py`):
+each resolves its settings from the Airflow context and calls `correlake.run.stages` or
+`correlake.lake.maintenance`, as the CLI does, through `correlake.run.driver.call`: on a long-lived
+driver when CORRELAKE_DRIVER names one.
+
+Imported only inside running tasks, so the DAG files stay free of Spark and GX.
+`prepare` returns the run's handle (`{"run_id", "lake"}`, pushed to XCom) or None when
+there is nothing new; the later tasks pull it from `prepare`'s XCom.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from pathlib import Path
+
+from airflow.sdk import Variable
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from correlake.run import stages
+from correlake.config import AIRFLOW_LOCK_WAIT_SECONDS, demo_dir, state_dir, table_path
+from correlake.run.driver import call
+from correlake.quality.gates import GateFailed
+from correlake.errors import UsageError
+from correlake.lake.tables import UnreadableJournal, require_bronze, require_folder
+from correlake.lake.landing import check_locations, unread_warning
+from correlake.lake.maintenance import summary as maintenance_summary
+from correlake.contract.parsing import BadRecord, parse_time
+from correlake.run.summary import summary
+from correlake.run.result import RunResult
+
+log = logging.getLogger("correlake")
+# Airflow logs INFO: py4j would log every closed connection, GX every function it registers
+for _noisy in ("py4j", "great_expectations"):
+    logging.getLogger(_noisy).setLevel(logging.WARNING)
+
+
+def locations() -> tuple[str, str]:
+    """(landing, lake): the Airflow Variables `correlake_landing`, `correlake_lake`, or the defaults."""
+    landing = Variable.get("correlake_landing", default=str(demo_dir() / "landing"))
+    lake = Variable.get("correlake_lake", default=str(state_dir() / "airflow" / "lake"))
+    return str(Path(landing).resolve()), str(Path(lake).resolve())
+
+
+def as_of_millis(as_of: str | None, run_type: str, data_interval_end) -> int | None:
+    """The run's `as_of`: the param if given, else a scheduled run's data interval end,
+    else None (a manual run evaluates statuses at the latest event time, as the CLI does)."""
+    if as_of:
+        try:
+            return parse_time(as_of, "as_of")
+        except BadRecord as exc:
+            raise AirflowFailException(f"param as_of: {exc} (use ISO-8601 with an offset)") from None
+    if run_type == "scheduled" and data_interval_end is not None:
+        return int(data_interval_end.timestamp() * 1000)
+    return None
+
+
+def _run(context) -> dict:
+    return context["ti"].xcom_pull(task_ids="prepare")
+
+
+def _staged_run(context) -> dict:
+    """The run `prepare` planned, still staged; else a failure without retry."""
+    run = _run(context)
+    if not stages.is_staged(run["lake"], run["run_id"]):
+        raise AirflowFailException(f"run {run['run_id']} is no longer staged (a gate failed and dropped it, or it "
+                                   "was published): clear this DAG run from 'prepare', or trigger a new one")
+    return run
+
+
+def prepare(context) -> dict | None:
+    """Plan the run (a rebuild reads bronze only); None, so the later tasks skip, when nothing is new
+    (statuses are then re-evaluated if as_of moved, outside a dry run)."""
+    params = context["params"]
+    if unknown := sorted(set(context["dag_run"].conf or {}) - set(context["dag"].params)):
+        raise AirflowFailException(f"unknown params {unknown}: this DAG takes {sorted(context['dag'].params)}")
+    rebuild = params["rebuild"]
+    landing, lake = locations()
+    try:
+        if rebuild:
+            require_bronze(lake)
+        else:
+            check_locations(landing, lake)
+    except UsageError as exc:
+        raise AirflowFailException(f"{exc} (Airflow Variables correlake_landing, correlake_lake)") from None
+    as_of = as_of_millis(params.get("as_of"), context["dag_run"].run_type, context.get("data_interval_end"))
+    print(f"landing {landing}, lake {lake}, as_of {as_of}, params {dict(params)}")
+    if not rebuild and (warning := unread_warning(landing)):
+        log.warning(warning)
+    try:
+        planned = call("prepare", None if rebuild else landing, lake, as_of=as_of,
+                       max_quarantine_ratio=params.get("max_quarantine_ratio"), rebuild=rebuild,
+                       dry_run=params["dry_run"])
+    except UnreadableJournal as exc:  # a retry would meet the same journal
+        raise AirflowFailException(str(exc)) from None
+    if isinstance(planned, RunResult):
+        print(summary(planned))
+        print("the later tasks are skipped")
+        return None
+    return {"run_id": planned, "lake": lake}
+
+
+def stage(context, name: str) -> None:
+    run = _staged_run(context)
+    call("stage", run["lake"], run["run_id"], name)
+
+
+def gate(context, name: str) -> None:
+    """Pass the gate, or fail the task for good (no retry: bad data stays bad) and drop the run."""
+    run = _staged_run(context)
+    try:
+        call("check", run["lake"], run["run_id"], name)
+    except GateFailed as exc:
+        stages.discard(run["lake"], run["run_id"])
+        for line in f"FAILED — {exc}".splitlines():  # one log line per line of the report
+            log.error(line)
+        raise AirflowFailException(f"data-quality gate '{exc.gate}' failed (report above); nothing of run "
+                                   f"{run['run_id']} was published, gold is unchanged") from None
+    print(f"gate {name}: passed")
+
+
+def publish(context) -> dict:
+    """Commit the run to the lake (or, in a dry run, drop it and skip); tag the gold asset events."""
+    run = _staged_run(context)
+    if context["params"]["dry_run"]:
+        stages.discard(run["lake"], run["run_id"])
+        raise AirflowSkipException(f"dry run: every gate passed; run {run['run_id']} discarded, nothing published")
+    try:
+        result = call("publish", run["lake"], run["run_id"])
+    except (stages.LakeMoved, UnreadableJournal) as exc:  # a retry would meet the same lake
+        stages.discard(run["lake"], run["run_id"])
+        raise AirflowFailException(str(exc)) from None
+    for asset in context["task"].outlets:
+        table = asset.name.rsplit("/", 1)[-1]
+        context["outlet_events"][asset].extra = {"path": table_path(run["lake"], table), "run_id": run["run_id"]}
+    return dataclasses.asdict(result)
+
+
+def stats(context) -> None:
+    """The run's summary and what gold now holds."""
+    print(summary(RunResult(**context["ti"].xcom_pull(task_ids="publish"))))
+    print(call("findings", _run(context)["lake"]))
+
+
+def maintain(context) -> None:
+    """Maintain the lake (skipped while there is none), waiting for a run that holds its lock."""
+    params = context["params"]
+    lake = locations()[1]
+    try:
+        require_folder(lake)
+    except UsageError as exc:
+        raise AirflowSkipException(f"{exc}: nothing to maintain yet (Airflow Variable correlake_lake)") from None
+    try:
+        result = call("maintain", lake, params["retain_hours"], params["dry_run"], AIRFLOW_LOCK_WAIT_SECONDS)
+    except UnreadableJournal as exc:  # a retry would meet the same journal
+        raise AirflowFailException(str(exc)) from None
+    print(maintenance_summary(result))

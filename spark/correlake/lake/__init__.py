@@ -1,0 +1,1 @@
+"""The lake: landing discovery, Delta tables, lock, journal, restatement, maintenance, catalog."""

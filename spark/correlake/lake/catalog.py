@@ -1,0 +1,95 @@
+"""A lake's tables under readable names, and the analyst views of `sql/views/`, as
+Spark temp views: `gold_messages`, `silver_messages`, `quarantine`, `runs`, …"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from dataclasses import dataclass
+from functools import cache
+from graphlib import TopologicalSorter
+from pathlib import Path
+
+from correlake.lake import sqlfiles
+from correlake.config import GOLD_TABLES, TABLES, sql_dir, table_path
+from correlake.lake.tables import UNREADABLE_JOURNAL, is_table, journal_path, require_folder, unfinished_run
+
+# readable name -> logical table name of config.TABLES
+TABLE_NAMES = {(f"gold_{name}" if name in GOLD_TABLES else name): name for name in TABLES}
+REQUIRED = tuple(f"gold_{name}" for name in GOLD_TABLES)
+
+
+class MissingTables(RuntimeError):
+    """The lake lacks the gold tables (no committed run yet, or not a lake)."""
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    doc: str  # the leading comment of its file
+    sql: str
+    reads: frozenset[str]  # the tables and views it reads
+
+    @property
+    def question(self) -> str:
+        return self.doc.partition("?")[0] + "?"
+
+
+def _names_in(text: str, names) -> set[str]:
+    return {name for name in names if re.search(rf"\b{name}\b", text, re.IGNORECASE)}
+
+
+@cache
+def views() -> dict[str, View]:
+    """The views of `sql/views/`, each after the views it reads."""
+    texts = {path.stem: path.read_text() for path in sorted((sql_dir() / "views").glob("*.sql"))}
+    found = {}
+    for name, text in texts.items():
+        doc = " ".join(line.removeprefix("--").strip() for line in itertools.takewhile(
+            lambda line: line.startswith("--"), text.splitlines()))
+        body = sqlfiles.load(f"views/{name}")
+        found[name] = View(name, doc, body, frozenset(_names_in(body, [*TABLE_NAMES, *texts]) - {name}))
+    order = TopologicalSorter({name: view.reads & found.keys() for name, view in found.items()}).static_order()
+    return {name: found[name] for name in order}
+
+
+def require_gold(lake: str | Path) -> None:
+    """UsageError if the lake folder is missing; MissingTables unless it has its gold
+    tables (checked without Spark)."""
+    require_folder(lake)
+    missing = [name for name in REQUIRED if not is_table(table_path(lake, TABLE_NAMES[name]))]
+    if missing:
+        raise MissingTables(f"{lake} has no {', '.join(missing)} (not a lake, or no run has committed yet)")
+
+
+def unfinished_warning(lake: str | Path) -> str | None:
+    """A warning for readers of a lake that a crashed run left half-written, or None."""
+    if (run := unfinished_run(str(lake))) is None:
+        return None
+    if run == UNREADABLE_JOURNAL:
+        return (f"correlake: warning: a run began to write and did not finish, and its journal "
+                f"{journal_path(str(lake))} cannot be read: its tables may disagree with each other until "
+                "restored by hand (`correlake run` says how)")
+    return (f"correlake: warning: run {run} began to write and did not finish; until the next run (or "
+            "`correlake maintain`) rolls it back, its tables may disagree with each other")
+
+
+def register(spark, lake: str | Path, queries: list[str] | None = None) -> list[str]:
+    """Register the lake's tables and the views that `queries` read (all when None);
+    return the names registered. The gold tables must exist."""
+    require_gold(lake)
+    every = views()
+    wanted = set(TABLE_NAMES) | set(every) if queries is None else _names_in(" ".join(queries), [*TABLE_NAMES, *every])
+    for view in reversed(every.values()):
+        if view.name in wanted:
+            wanted |= view.reads
+    registered = []
+    for name, table in TABLE_NAMES.items():
+        if name in wanted and is_table(table_path(lake, table)):
+            spark.read.format("delta").load(table_path(lake, table)).createOrReplaceTempView(name)
+            registered.append(name)
+    for view in every.values():
+        if view.name in wanted:
+            spark.sql(f"CREATE OR REPLACE TEMP VIEW {view.name} AS {view.sql}")
+            registered.append(view.name)
+    return registered

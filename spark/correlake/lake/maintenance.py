@@ -1,0 +1,210 @@
+"""Lake maintenance: compaction, deletion-vector purge, VACUUM and a log checkpoint per table;
+the gates' validations (results and Data Docs pages) past the same retention removed.
+The contract's tables of lakes written before 2026-11-25 lose their deletion-vector table
+feature (`DROP FEATURE`), so that readers without it can read them (see DELETION_VECTOR_TABLES).
+
+Maintenance rewrites files, never rows: every table reads the same before and after.
+It holds the lake's run lock (never beside a run) and first rolls back an unfinished
+run, as a run does. VACUUM keeps Delta's retention (7 days, time travel within it keeps
+working) unless `retain_hours` is given: an explicit value is the user's override of
+Delta's retention check, lifted for this maintenance only.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from pyspark.sql import SparkSession
+
+from correlake.lake import tables as lake
+from correlake.config import DELETION_VECTOR_TABLES, TABLES, WRITE_THREADS, table_path
+from correlake.errors import EXIT_OK, EXIT_USAGE
+from correlake.quality.gates import old_validations, remove_validations
+from correlake.session import run_concurrently
+from correlake.lake.sqlfiles import delta_table
+
+DELTA_RETAIN_HOURS = 168  # Delta's default delta.deletedFileRetentionDuration
+RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+# The operations of the commits maintenance makes (Delta's names): none changes a row.
+# The second line: the commits of `DROP FEATURE deletionVectors`.
+OPERATIONS = frozenset({"OPTIMIZE", "REORG", "VACUUM START", "VACUUM END",
+                        "UNSET TBLPROPERTIES", "Deletion Vector Tombstones", "Empty Commit", "DROP FEATURE"})
+
+
+@dataclass
+class TableReport:
+    table: str
+    files: list = field(default_factory=list)      # active data files (Delta snapshot): before, after
+    bytes: list = field(default_factory=list)      # their size
+    on_disk: list = field(default_factory=list)    # data and deletion-vector files in the folder
+    log_files: list = field(default_factory=list)  # files in _delta_log
+    compacted: int = 0        # files rewritten by OPTIMIZE and REORG
+    purged_dvs: int = 0       # deletion vectors folded into rewritten files
+    vacuumed: int = 0         # files VACUUM deleted (dry run: would delete)
+    dropped_feature: bool = False  # the deletion-vector feature dropped (dry run: would be)
+    seconds: float = 0.0
+
+
+@dataclass
+class Maintenance:
+    lake: str
+    retain_hours: float | None
+    dry_run: bool
+    rolled_back: str | None = None   # id of the unfinished run rolled back first
+    pending_run: bool = False        # dry run: an unfinished run would be rolled back
+    tables: list[TableReport] = field(default_factory=list)
+    validations: int = 0             # gate validations removed, results and pages (dry run: would remove)
+    seconds: float = 0.0
+
+
+def maintain(spark: SparkSession, lake_dir: str, retain_hours: float | None = None, dry_run: bool = False,
+             wait_seconds: float = 0.0) -> Maintenance:
+    """Compact, purge, vacuum and checkpoint every table of the lake, and remove the gates'
+    validations past the retention (dry run: only report)."""
+    start = time.perf_counter()
+    result = Maintenance(lake_dir, retain_hours, dry_run)
+    with lake.run_lock(lake_dir, wait_seconds):
+        if dry_run:
+            result.pending_run = lake.journal_path(lake_dir).exists()
+        else:
+            result.rolled_back = lake.rollback(spark, lake_dir)
+        paths = {name: table_path(lake_dir, name) for name in TABLES if lake.is_table(table_path(lake_dir, name))}
+        with _retention_check_lifted(spark, retain_hours is not None):
+            result.tables = run_concurrently([lambda n=name: _table(spark, n, paths[n], retain_hours, dry_run)
+                                              for name in paths])
+        validations = old_validations(lake_dir, DELTA_RETAIN_HOURS if retain_hours is None else retain_hours)
+        result.validations = len(validations)
+        if not dry_run:
+            remove_validations(lake_dir, validations)
+    result.seconds = round(time.perf_counter() - start, 2)
+    return result
+
+
+def only_maintained(spark: SparkSession, path: str, version: int) -> bool:
+    """Whether maintenance made every commit of the table after `version` (its rows are
+    those of `version`); False if there was no table at `version`."""
+    if version < 0:
+        return False
+    history = spark.sql(f"DESCRIBE HISTORY {delta_table(path)}").where(f"version > {version}")
+    return all(r["operation"] in OPERATIONS for r in history.select("operation").collect())
+
+
+@contextmanager
+def _retention_check_lifted(spark: SparkSession, lifted: bool):
+    """Delta's retention check off for this maintenance only, when the user chose the retention."""
+    before = spark.conf.get(RETENTION_CHECK, "true")
+    if lifted:
+        spark.conf.set(RETENTION_CHECK, "false")
+    try:
+        yield
+    finally:
+        spark.conf.set(RETENTION_CHECK, before)
+
+
+def _table(spark: SparkSession, name: str, path: str, retain_hours: float | None, dry_run: bool) -> TableReport:
+    start = time.perf_counter()
+    report = TableReport(TABLES[name])
+    detail = _measure(spark, path, report)
+    retain = "" if retain_hours is None else f" RETAIN {retain_hours:g} HOURS"
+    has_dvs = "deletionVectors" in detail["tableFeatures"]
+    report.dropped_feature = has_dvs and name not in DELETION_VECTOR_TABLES
+    if dry_run:
+        report.vacuumed = spark.sql(f"VACUUM {delta_table(path)}{retain} DRY RUN").count()
+    else:
+        _rewrite(spark, f"OPTIMIZE {delta_table(path)}", report)
+        if has_dvs:  # what OPTIMIZE left: single files with few deletes
+            _rewrite(spark, f"REORG TABLE {delta_table(path)} APPLY (PURGE)", report)
+        if report.dropped_feature:  # reader version 1 again (Delta keeps a checkpoint for older versions)
+            spark.sql(f"ALTER TABLE {delta_table(path)} DROP FEATURE deletionVectors")
+        files_before_vacuum = _files(path)[0]
+        spark.sql(f"VACUUM {delta_table(path)}{retain}")
+        report.vacuumed = files_before_vacuum - _files(path)[0]
+        _checkpoint(spark, path)
+        _measure(spark, path, report)
+    report.seconds = round(time.perf_counter() - start, 2)
+    return report
+
+
+def _measure(spark: SparkSession, path: str, report: TableReport) -> dict:
+    detail = spark.sql(f"DESCRIBE DETAIL {delta_table(path)}").first().asDict()
+    on_disk, log_files = _files(path)
+    report.files.append(detail["numFiles"])
+    report.bytes.append(detail["sizeInBytes"])
+    report.on_disk.append(on_disk)
+    report.log_files.append(log_files)
+    return detail
+
+
+def _rewrite(spark: SparkSession, statement: str, report: TableReport) -> None:
+    metrics = spark.sql(statement).first()["metrics"]
+    report.compacted += metrics["numFilesRemoved"]
+    if metrics["deletionVectorStats"] is not None:
+        report.purged_dvs += metrics["deletionVectorStats"]["numDeletionVectorsRemoved"]
+
+
+def _files(path: str) -> tuple[int, int]:
+    """(data and deletion-vector files, _delta_log files) on disk; checksum files not counted."""
+    data = log = 0
+    for folder, _dirs, names in os.walk(path):
+        count = sum(1 for n in names if not n.startswith("."))
+        if os.path.relpath(folder, path).split(os.sep)[0] == "_delta_log":
+            log += count
+        else:
+            data += count
+    return data, log
+
+
+def _checkpoint(spark: SparkSession, path: str) -> None:
+    """A Delta checkpoint of the latest version; Delta then drops log files past delta.logRetentionDuration."""
+    jvm = spark._jvm
+    none = jvm.scala.Option.empty()
+    delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
+    delta_log.checkpoint(delta_log.update(False, none, none), none)
+
+
+def command(args) -> int:
+    """`correlake maintain`: run it and print the summary; exit codes as `correlake run`'s."""
+    from correlake.session import get_spark
+
+    lake.require_folder(args.lake)
+    try:
+        result = maintain(get_spark(), args.lake, args.retain_hours, args.dry_run, args.wait)
+    except lake.LakeBusy as exc:
+        print(f"correlake: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(summary(result))
+    return EXIT_OK
+
+
+def summary(result: Maintenance) -> str:
+    """One line per table: active files, size, files on disk, log files, what was done, time."""
+    retain = (f"{DELTA_RETAIN_HOURS} h (Delta's default)" if result.retain_hours is None
+              else f"{result.retain_hours:g} h (explicit; Delta's retention check lifted)")
+    head = [f"correlake maintain {'(dry run) ' if result.dry_run else ''}{result.lake} — VACUUM retention {retain}"]
+    if result.rolled_back:
+        head.append(f"rolled back the unfinished run {result.rolled_back} first")
+    if result.pending_run:
+        head.append("an unfinished run is pending: maintenance would roll it back first")
+    if result.retain_hours is not None and result.retain_hours < DELTA_RETAIN_HOURS:
+        head.append(f"warning: versions older than {result.retain_hours:g} h can no longer be read (time travel)")
+
+    def arrow(values, scale=1):
+        return " → ".join(f"{v / scale:.2f}" if scale != 1 else str(v) for v in values)
+
+    vacuum = "would vacuum" if result.dry_run else "vacuumed"
+    rows = [f"{'table':<34}{'active files':>14}{'MB':>16}{'files on disk':>16}{'log files':>12}"
+            f"{'compacted':>11}{'DVs purged':>12}{vacuum:>14}{'s':>8}"]
+    for t in result.tables:
+        rows.append(f"{t.table:<34}{arrow(t.files):>14}{arrow(t.bytes, 1 << 20):>16}{arrow(t.on_disk):>16}"
+                    f"{arrow(t.log_files):>12}{t.compacted:>11}{t.purged_dvs:>12}{t.vacuumed:>14}{t.seconds:>8}")
+    if dropped := [t.table for t in result.tables if t.dropped_feature]:
+        rows.append(f"deletion vectors {'would be' if result.dry_run else 'were'} dropped as a table feature from "
+                    f"{', '.join(dropped)}: readers without it (delta-rs's to_pandas) read them")
+    docs = (f"gates: {'would remove' if result.dry_run else 'removed'} {result.validations} validations past the "
+            "retention, with their Data Docs pages (each suite's latest kept)")
+    return "\n".join(head + rows + [docs, f"total {result.seconds} s (tables are maintained {WRITE_THREADS} at a time: "
+                                     "their seconds overlap)"])

@@ -1,0 +1,1 @@
+"""Data-quality gates between the stages (Great Expectations)."""

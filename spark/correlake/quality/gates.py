@@ -1,0 +1,324 @@
+"""Data-quality gates between the stages, with the Great Expectations suites of `expectations/`.
+
+Each gate builds small, derived frames in Spark (the columns an expectation needs,
+cross-table conditions as boolean columns) and validates them with GX's pandas
+engine. Results are kept in `<lake>/_quality/validation_results`, each with its page in
+the Data Docs site `<lake>/_quality/data_docs`, whose index lists the latest ones;
+`correlake maintain` removes those past its retention.
+A failing gate raises `GateFailed`; gates run before any write, so the run is discarded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from datetime import datetime, timedelta, timezone
+from functools import cache, reduce
+from pathlib import Path
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+from pyspark.sql.types import TimestampType
+
+from correlake.config import DATA_DOCS_INDEX_VALIDATIONS, data_docs_dir, expectations_dir, validation_results_dir
+from correlake.lake.tables import flocked
+
+os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+
+
+class GateFailed(RuntimeError):
+    """A data-quality gate stopped the run; nothing of the run was kept."""
+
+    def __init__(self, gate: str, report: str):
+        super().__init__(f"data-quality gate '{gate}' failed\n{report}")
+        self.gate = gate
+        self.report = report
+
+    def __reduce__(self):  # it travels back from a driver (driver.py) as itself
+        return GateFailed, (self.gate, self.report)
+
+
+# -- the frames each gate validates (pure DataFrame functions) -------------------------
+FRAME_KEYS = {  # each suite's frame, and what names its rows in a failure's examples
+    "bronze": ["stream", "position"], "silver": ["message_key"],
+    "gold_correlations": ["message_key", "bpmn_process_id"],
+    "gold_subscriptions": ["tenant_id", "element_instance_key", "message_name"],
+    "gold_started_instances": ["tenant_id", "process_instance_key"]}
+
+
+def bronze_frames(messages: DataFrame, events: DataFrame) -> dict[str, DataFrame]:
+    """Records this run added to bronze (replays excluded), both streams in one frame."""
+    m = messages.select(F.lit("messages").alias("stream"), "position", "tenant_id", F.lit("MESSAGE").alias("kind"),
+                        F.col("published_at").alias("event_time"), "ttl_ms", F.lit(None).cast("string").alias(
+                            "element_type"), F.col("correlation_key").isNotNull().alias("routing_key_ok"))
+    opens = F.col("type") == "SUBSCRIPTION_OPENED"
+    w = events.select(F.lit("workflow_events").alias("stream"), "position", "tenant_id", F.col("type").alias("kind"),
+                      F.col("timestamp").alias("event_time"), F.lit(0).cast("bigint").alias("ttl_ms"), "element_type",
+                      F.when(opens, F.col("correlation_key").isNotNull()).otherwise(True).alias("routing_key_ok"))
+    return {"bronze": m.unionByName(w)}
+
+
+def silver_frames(messages: DataFrame) -> dict[str, DataFrame]:
+    """Silver messages with rule 7 checked both ways: no accepted message overlaps a buffered
+    one with its id, and every rejected one names such a message."""
+    accepted_buffering = F.col("duplicate_of").isNull() & (F.col("ttl_ms") > 0) & F.col("message_id").isNotNull()
+    w = (Window.partitionBy("tenant_id", "name", "correlation_key", "message_id")
+         .orderBy("published_at", "message_key").rowsBetween(Window.unboundedPreceding, -1))
+    earlier_deadline = F.max(F.when(accepted_buffering, F.col("deadline"))).over(w)
+    overlaps = F.col("duplicate_of").isNull() & F.col("message_id").isNotNull() & \
+        F.coalesce(earlier_deadline > F.col("published_at"), F.lit(False))
+    first = messages.select(*(F.col(c).alias(f"first_{c}") for c in (
+        "message_key", "tenant_id", "name", "correlation_key", "message_id", "published_at", "ttl_ms", "deadline",
+        "duplicate_of")))
+    rejection_ok = F.col("duplicate_of").isNull() | F.coalesce(
+        F.col("first_duplicate_of").isNull() & (F.col("first_ttl_ms") > 0)
+        & (F.col("first_tenant_id") == F.col("tenant_id")) & (F.col("first_name") == F.col("name"))
+        & (F.col("first_correlation_key") == F.col("correlation_key"))
+        & (F.col("first_message_id") == F.col("message_id"))
+        & (F.struct("first_published_at", "first_message_key") < F.struct("published_at", "message_key"))
+        & (F.col("published_at") < F.col("first_deadline")), F.lit(False))
+    deadline_ok = F.col("deadline") == F.timestamp_millis(F.unix_millis("published_at") + F.col("ttl_ms"))
+    return {"silver": messages.join(first, F.col("duplicate_of") == F.col("first_message_key"), "left").select(
+        "message_key", "correlation_key", F.coalesce(deadline_ok, F.lit(False)).alias("deadline_ok"),
+        overlaps.alias("overlaps_buffered_duplicate"), rejection_ok.alias("rejection_justified"))}
+
+
+def gold_frames(tables: dict[str, DataFrame]) -> dict[str, DataFrame]:
+    """Correlations checked against their message, and their subscription (CATCH) or started
+    instance (START); subscriptions and started instances in their own frames."""
+    c, m, s, i = (tables[n] for n in ("correlations", "messages", "subscriptions", "message_started_instances"))
+    is_start = F.col("subscription_type") == "START"
+    sub = s.select(*(F.col(n).alias(f"sub_{n}") for n in (
+        "tenant_id", "element_instance_key", "message_name", "bpmn_process_id", "process_version",
+        "process_instance_key", "element_id", "correlation_key", "opened_at", "closed_at")))
+    inst = i.select(*(F.col(n).alias(f"inst_{n}") for n in (
+        "tenant_id", "process_instance_key", "bpmn_process_id", "process_version", "message_key", "correlation_key",
+        "started_at")))
+    joined = (c.join(m.select(F.col("message_key").alias("m_key"), "ttl_ms", "published_at", "deadline",
+                              "duplicate_of", F.col("variables").alias("m_variables")),
+                     c.message_key == F.col("m_key"), "left")
+              .join(sub, ~is_start & (c.tenant_id == F.col("sub_tenant_id"))
+                    & (c.element_instance_key == F.col("sub_element_instance_key"))
+                    & (c.message_name == F.col("sub_message_name")), "left")
+              .join(inst, is_start & (c.tenant_id == F.col("inst_tenant_id"))
+                    & (c.process_instance_key == F.col("inst_process_instance_key")), "left"))
+    live = F.when(F.col("ttl_ms") > 0, (F.col("correlated_at") >= F.col("published_at"))
+                  & (F.col("correlated_at") < F.col("deadline"))) \
+        .otherwise(F.col("correlated_at") == F.col("published_at"))
+    in_sub = F.when(is_start, True).otherwise(
+        (F.col("correlated_at") >= F.col("sub_opened_at"))
+        & (F.col("sub_closed_at").isNull() | (F.col("correlated_at") <= F.col("sub_closed_at"))))
+    sub_fields = ("bpmn_process_id", "process_version", "process_instance_key", "element_id", "correlation_key")
+    matches_sub = F.when(is_start, True).otherwise(
+        F.col("sub_tenant_id").isNotNull() & _all(F.col(n).eqNullSafe(F.col(f"sub_{n}")) for n in sub_fields))
+    inst_fields = ("bpmn_process_id", "process_version", "message_key", "correlation_key")
+    matches_inst = F.when(~is_start, True).otherwise(
+        F.col("element_instance_key").isNull() & F.col("element_id").isNull()
+        & (F.col("process_instance_key") == F.format_string("msg-start:%s:%d", "bpmn_process_id", "message_key"))
+        & (F.col("correlated_at") == F.col("inst_started_at")) & _all(F.col(n) == F.col(f"inst_{n}") for n in inst_fields))
+    correlations = joined.select(
+        c.message_key, c.bpmn_process_id, "subscription_type",
+        (F.col("published_at").isNotNull() & F.col("duplicate_of").isNull()
+         & (F.col("message_published_at") == F.col("published_at"))
+         & F.col("variables").eqNullSafe(F.col("m_variables"))).alias("message_accepted"),
+        *(F.coalesce(v, F.lit(False)).alias(n) for n, v in (
+            ("in_message_window", live), ("in_subscription_window", in_sub), ("matches_subscription", matches_sub),
+            ("matches_started_instance", matches_inst))))
+    return {"gold_correlations": correlations, "gold_subscriptions": _subscriptions_frame(c, s),
+            "gold_started_instances": _started_instances_frame(i)}
+
+
+def _subscriptions_frame(c: DataFrame, s: DataFrame) -> DataFrame:
+    """Subscriptions against the correlations they took and rules 12-13: an interrupting one
+    takes one message and closes CORRELATED at it, and its owner's other subscriptions
+    (of an event subprocess: the scope's other event subprocesses) close by then."""
+    key = ["tenant_id", "element_instance_key", "message_name"]
+    taken = (c.where("subscription_type = 'CATCH'").groupBy(*key)
+             .agg(F.count("*").alias("taken"), F.max("correlated_at").alias("last_taken_at")))
+    esp = F.col("element_type") == "EVENT_SUBPROCESS"
+    leavers = s.where(F.col("close_reason") == "CORRELATED").select(
+        F.col("tenant_id").alias("l_tenant_id"), F.col("element_instance_key").alias("l_owner"),
+        esp.alias("l_esp"), F.col("closed_at").alias("left_at"))
+    left = (s.join(leavers, (F.col("tenant_id") == F.col("l_tenant_id"))
+                   & (F.col("element_instance_key") == F.col("l_owner")) & (~F.col("l_esp") | esp))
+            .groupBy(*key).agg(F.min("left_at").alias("left_at")))
+    correlated_close = F.col("interrupting") & (F.col("taken") >= 1) & (F.col("closed_at") == F.col("last_taken_at"))
+    close_ok = (F.col("closed_at").isNull() == F.col("close_reason").isNull()) & \
+        F.when(F.col("close_reason") == "CORRELATED", correlated_close).otherwise(True)
+    closed_with_owner = F.col("left_at").isNull() | (F.col("opened_at") > F.col("left_at")) | \
+        (F.col("closed_at") <= F.col("left_at"))
+    return (s.join(taken, key, "left").join(left, key, "left").withColumn("taken", F.coalesce("taken", F.lit(0)))
+            .select(*key, "opened_at", "closed_at", "close_reason",
+                    *(F.coalesce(v, F.lit(False)).alias(n) for n, v in (
+                        ("count_matches", F.col("correlation_count") == F.col("taken")),
+                        ("close_consistent", close_ok), ("closed_with_owner", closed_with_owner))),
+                    (F.col("interrupting") & (F.col("taken") > 1)).alias("interrupting_overflow")))
+
+
+def _started_instances_frame(i: DataFrame) -> DataFrame:
+    """Started instances against the lock of rules 19 and 21: each starts once the one before
+    it, for the same process and non-empty key, has ended."""
+    held = (Window.partitionBy("tenant_id", "bpmn_process_id", "correlation_key")  # ended at its start: first
+            .orderBy("started_at", F.col("ended_at").asc_nulls_last(), "message_key"))
+    lock_ok = (F.col("correlation_key") == "") | F.coalesce(
+        F.lag("ended_at").over(held) <= F.col("started_at"), F.lag("message_key").over(held).isNull())
+    return i.select("tenant_id", "process_instance_key", "started_at", "ended_at", lock_ok.alias("lock_ok"))
+
+
+def _to_pandas(df: DataFrame):
+    """`df` as a pandas frame, TIMESTAMP columns as ISO-8601 text (UTC, to the millisecond):
+    pandas holds times only within 1677-2262, the lake from year 1 to 9999; fixed-width text
+    orders as the times do, and reads as well in a failure's examples."""
+    iso = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"  # the session's time zone is UTC
+    return df.select(*(F.date_format(f.name, iso).alias(f.name) if isinstance(f.dataType, TimestampType)
+                       else F.col(f.name) for f in df.schema.fields)).toPandas()
+
+
+def _all(conditions):
+    """The conjunction of some column conditions."""
+    return reduce(lambda a, b: a & b, conditions)
+
+
+# -- validation ----------------------------------------------------------------------
+def load_suite(name: str):
+    """A suite from `expectations/<name>.json`; an unknown expectation type is an error."""
+    import great_expectations as gx
+    from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
+
+    spec = json.loads((expectations_dir() / f"{name}.json").read_text())
+    expectations = [ExpectationConfiguration(**{k: v for k, v in e.items() if k != "id"}).to_domain_obj()
+                    for e in spec["expectations"]]
+    return gx.ExpectationSuite(name=spec["name"], expectations=expectations, meta=spec.get("meta"))
+
+
+@cache
+def _context(lake: str):
+    """The lake's GX context: every suite of `expectations/` (an index build deletes the pages
+    of suites it does not know) with its checkpoint and page, validation results kept in the
+    lake (a page named by a failure outlives the process), an index of the latest ones."""
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
+    context.add_store("lake_results", {"class_name": "ValidationResultsStore", "store_backend": {
+        "class_name": "TupleFilesystemStoreBackend", "base_directory": str(validation_results_dir(lake))}})
+    context.validation_results_store_name = "lake_results"
+    context.add_data_docs_site(site_name="correlake", site_config={
+        "class_name": "SiteBuilder",
+        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder",
+                               "validation_results_limit": DATA_DOCS_INDEX_VALIDATIONS},
+        "site_section_builders": {"profiling": "None"},  # none here: it would list every result again
+        "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(data_docs_dir(lake))},
+    })
+    source = context.data_sources.add_pandas("frames")
+    for name, keys in FRAME_KEYS.items():
+        definition = context.validation_definitions.add(gx.ValidationDefinition(
+            name=name, data=source.add_dataframe_asset(name).add_batch_definition_whole_dataframe("whole"),
+            suite=context.suites.add(load_suite(name))))
+        context.checkpoints.add(gx.Checkpoint(name=name, validation_definitions=[definition], result_format={
+            "result_format": "SUMMARY", "unexpected_index_column_names": keys}))
+    context.build_data_docs(site_names=["correlake"], build_index=False, resource_identifiers=_suite_pages())
+    return context
+
+
+def _suite_pages() -> list:
+    from great_expectations.data_context.types.resource_identifiers import ExpectationSuiteIdentifier
+
+    return [ExpectationSuiteIdentifier(name=name) for name in FRAME_KEYS]
+
+
+def validate(name: str, frame, lake: str) -> tuple[bool, list[dict], object]:
+    """Validate a pandas frame against suite `name`: (success, failures, result's identifier)."""
+    context = _context(lake)
+    result = context.checkpoints.get(name).run(batch_parameters={"dataframe": frame})
+    (identifier, validation), = result.run_results.items()
+    failures = []
+    for r in validation.results:
+        if not r.success:
+            info = r.result or {}
+            failures.append({
+                "expectation": r.expectation_config.type,
+                "kwargs": {k: v for k, v in r.expectation_config.kwargs.items() if k != "batch_id"},
+                "unexpected_count": info.get("unexpected_count"),
+                "examples": (info.get("partial_unexpected_index_list")
+                             or info.get("partial_unexpected_list", []))[:5],
+                "rule": (r.expectation_config.meta or {}).get("rule"),
+            })
+    return result.success, failures, identifier
+
+
+def publish_docs(lake: str, identifiers: list) -> list[str]:
+    """Write the Data Docs pages of these validations and the index (one build for a gate's
+    suites); the path of each page."""
+    context = _context(lake)
+    context.build_data_docs(site_names=["correlake"], resource_identifiers=identifiers)
+    pages = []
+    for identifier in identifiers:
+        urls = context.get_docs_sites_urls(resource_identifier=identifier, site_name="correlake")
+        pages.append(urls[0]["site_url"].removeprefix("file://") if urls else "")
+    return pages
+
+
+def old_validations(lake: str | Path, retain_hours: float) -> list[Path]:
+    """Validations run more than `retain_hours` ago, each suite's latest excepted, as
+    `<suite>/<run name>/<run time>` folders (of results, and of pages)."""
+    cutoff = datetime.now(timezone.utc) - timedelta(hours=retain_hours)
+    results = validation_results_dir(lake)
+    old = []
+    for suite in results.glob("*"):
+        runs = sorted((at, f) for run in suite.glob("*") for f in run.glob("*") if (at := _run_time(f)))
+        old += [f.relative_to(results) for at, f in runs[:-1] if at < cutoff]
+    return old
+
+
+def _run_time(folder: Path) -> datetime | None:
+    """When a validation ran: its folder's name (GX's run time, UTC); None for what GX did not write."""
+    try:
+        return datetime.strptime(folder.name, "%Y%m%dT%H%M%S.%fZ").replace(tzinfo=timezone.utc)
+    except ValueError:
+        return None
+
+
+def docs_guard(lake: str | Path):
+    """The lake's validation results and Data Docs written by one process at a time: an
+    index build deletes the pages of results it did not list, another process's newest among
+    them (Airflow's gate tasks run outside the lake's run lock)."""
+    folder = data_docs_dir(lake).parent
+    folder.mkdir(parents=True, exist_ok=True)
+    return flocked(folder / "docs.guard")
+
+
+def remove_validations(lake: str | Path, validations: list[Path]) -> None:
+    """Remove these validations' results and pages, and the empty folders GX leaves behind
+    when it removes a page itself; then build the index without them."""
+    with docs_guard(lake):
+        for root in (validation_results_dir(lake), data_docs_dir(lake) / "validations"):
+            for folder in validations:
+                if (root / folder).exists():
+                    shutil.rmtree(root / folder)
+            for folder, _, _ in os.walk(root, topdown=False):
+                if folder != str(root) and not os.listdir(folder):
+                    os.rmdir(folder)
+        if validations:  # the index is built with pages: the suites' (the validations' would render each again)
+            _context(str(lake)).build_data_docs(site_names=["correlake"], resource_identifiers=_suite_pages())
+
+
+def check(gate: str, frames: dict[str, DataFrame], lake: str) -> None:
+    """Run the suites of a gate on its frames; raise GateFailed on any failing expectation."""
+    lake = str(lake)
+    tables = {name: _to_pandas(df) for name, df in frames.items()}
+    with docs_guard(lake):
+        results = {name: validate(name, table, lake) for name, table in tables.items()}
+        pages = publish_docs(lake, [identifier for _, _, identifier in results.values()])
+    report = []
+    for (name, (success, failures, _)), page in zip(results.items(), pages):
+        if not success:
+            report.append(f"suite '{name}' failed — Data Docs: {page}")
+            for f in failures:
+                rule = f" [rule {f['rule']}]" if f["rule"] else ""
+                report.append(f"  - {f['expectation']} {json.dumps(f['kwargs'], default=str)}{rule}: "
+                              f"{f['unexpected_count']} unexpected, e.g. {json.dumps(f['examples'], default=str)}")
+    if report:
+        raise GateFailed(gate, "\n".join(report))

@@ -1,0 +1,290 @@
+"""A long-lived Spark driver: `correlake serve` keeps one SparkSession, and the JVM it
+has warmed up, across runs; `call` hands a run or a stage to it.
+
+Hourly runs otherwise start a fresh JVM each (the CLI once, Airflow once per task) and
+pay its start and its JIT warming up on every run. When `CORRELAKE_DRIVER` names the
+socket of a serving driver, `call` sends the work there; otherwise (or when no driver
+answers) it runs in this process. Either way the same functions run, on the same lake,
+under the same lock and journal: a driver killed mid-run is a crashed run.
+
+The driver serves one call at a time; the others wait. It listens on a Unix socket
+(mode 0600) and accepts only clients that hold its key (`<socket>.key`, mode 0600).
+A caller that goes away mid-call (killed, timed out) stops its call: the driver cancels
+it as Ctrl-C would, and the call's writes roll back.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from multiprocessing import AuthenticationError
+from multiprocessing.connection import Client, Listener
+from pathlib import Path
+
+from correlake.config import driver_socket
+from correlake.errors import first_line
+
+BACKLOG = 64  # callers waiting for the driver
+WATCH_SECONDS = 0.05  # how often a call's watcher looks whether its caller hung up; a call ends this much later
+READY = "correlake driver: serving"  # the line `serve` prints once it takes calls
+FREES_ITS_MEMORY = {"run"}  # pipeline.run releases its run's memory itself; after the others, the driver does
+
+
+class DriverError(RuntimeError):
+    """The driver failed, or is gone; for errors other than correlake's own, with the driver's traceback."""
+
+
+class CallerGone(BaseException):
+    """The caller of the call in progress went away: the call stops (and its writes roll back)."""
+
+
+class _Call:
+    """The call in progress, and a thread that stops it if its caller hangs up (a caller
+    sends nothing after its call, so its connection reads only once it is closed)."""
+
+    def __init__(self, conn):
+        self.running, self.gone = True, False
+        self._watcher = threading.Thread(target=self._watch, args=(conn,), daemon=True)
+
+    def __enter__(self):
+        global _current
+        _current = self  # before its watcher starts: a caller gone at once is seen
+        self._watcher.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.running = False
+        self._watcher.join()  # before the connection is closed: it reads no other
+
+    def _watch(self, conn) -> None:
+        while self.running:
+            try:
+                if not conn.poll(WATCH_SECONDS):
+                    continue
+            except (EOFError, OSError):
+                pass
+            self.gone = True  # to the main thread, whose handler (`_stop_call`) raises CallerGone
+            signal.pthread_kill(threading.main_thread().ident, signal.SIGUSR1)
+            return
+
+
+_current: _Call | None = None
+
+
+def _stop_call(signum, frame) -> None:
+    from correlake.session import interrupt_quietly
+
+    if _current is not None and _current.running and _current.gone:  # not a late signal of an earlier call
+        interrupt_quietly(CallerGone)(signum, frame)
+
+
+def _functions() -> dict:
+    """What a driver serves: name -> function whose first argument is the SparkSession."""
+    from correlake.lake import maintenance as maintain
+    from correlake.run import pipeline, summary as render, stages
+
+    return {"run": pipeline.run, "prepare": stages.prepare, "stage": stages.stage, "check": stages.check,
+            "publish": stages.publish, "findings": render.findings, "maintain": maintain.maintain}
+
+
+def _key_path(address: Path) -> Path:
+    return address.with_name(address.name + ".key")
+
+
+def call(name: str, *args, **kwargs):
+    """`name`(spark, *args, **kwargs) on the driver at `CORRELAKE_DRIVER`, else here."""
+    address = driver_socket()
+    if address is not None:
+        try:
+            conn = Client(str(address), family="AF_UNIX", authkey=_key_path(address).read_bytes())
+        except (FileNotFoundError, ConnectionRefusedError) as exc:
+            print(f"correlake: no driver serves {address} ({exc.strerror}); running in this process",
+                  file=sys.stderr)
+        except (OSError, EOFError, AuthenticationError) as exc:  # a key of another driver, one just stopping
+            raise DriverError(f"cannot call the driver at {address} ({type(exc).__name__}: {exc}); "
+                              "try again, or unset CORRELAKE_DRIVER to run in this process") from None
+        else:
+            with conn:
+                try:
+                    conn.send((name, args, kwargs))
+                    ok, value = conn.recv()
+                except (EOFError, OSError):
+                    raise DriverError(f"the driver at {address} stopped during {name}; the lake's journal rolls "
+                                      "back what it left unfinished at the next run") from None
+            if ok:
+                return value
+            raise value
+    from correlake.session import get_spark
+
+    return _functions()[name](get_spark(), *args, **kwargs)
+
+
+def spawn(address: Path, log: Path, warm_up_rounds: int | None = None, env: dict | None = None,
+          timeout: float = 600.0) -> subprocess.Popen:
+    """Start `correlake serve` on `address` as a child process writing to `log` (default
+    warm-up unless `warm_up_rounds`); return it once it serves."""
+    command = [str(Path(sys.executable).with_name("correlake")), "serve", "--socket", str(address)]
+    if warm_up_rounds is not None:
+        command += ["--warm-up", str(warm_up_rounds)]
+    with open(log, "w") as out:
+        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + timeout
+    while READY not in log.read_text():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            process.wait()
+            raise DriverError(f"the driver did not start serving:\n{log.read_text()[-3000:]}")
+        time.sleep(0.5)
+    return process
+
+
+def jvm_pid(process: subprocess.Popen) -> int | None:
+    """The pid of the Spark JVM that a spawned driver started, if it runs."""
+    found = subprocess.run(["pgrep", "-P", str(process.pid), "java"], capture_output=True, text=True).stdout.split()
+    return int(found[0]) if found else None
+
+
+class RemoteError(DriverError):
+    """An error other than correlake's own, raised on the driver: its type, message and traceback."""
+
+
+def _portable(exc: BaseException) -> BaseException:
+    """`exc` itself if it is one of correlake's errors (a failed gate, a busy lake...), else
+    a RemoteError with its type, message and the driver's traceback."""
+    if type(exc).__module__.startswith(f"{__package__}."):
+        try:
+            return pickle.loads(pickle.dumps(exc))
+        except Exception:
+            pass
+    text = "".join(traceback.format_exception(exc))
+    return RemoteError(f"the driver failed: {type(exc).__name__}: {exc}\n--- driver traceback ---\n{text}")
+
+
+def _listen(address: Path) -> Listener:
+    """Listen on `address` with a fresh key; refuse if another driver already listens there."""
+    address.parent.mkdir(parents=True, exist_ok=True)
+    if address.exists():
+        probe = socket.socket(socket.AF_UNIX)
+        try:
+            probe.connect(str(address))
+        except OSError:
+            address.unlink()  # left by a driver that was killed
+        else:
+            raise DriverError(f"a driver already serves {address}")
+        finally:
+            probe.close()
+    key = _key_path(address)
+    key.unlink(missing_ok=True)
+    fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(secrets.token_bytes(32))
+    old_umask = os.umask(0o177)  # the socket file is created 0600
+    try:
+        return Listener(str(address), family="AF_UNIX", backlog=BACKLOG, authkey=key.read_bytes())
+    finally:
+        os.umask(old_umask)
+
+
+def warm_up(spark, rounds: int, records: int = 50_000) -> list[float]:
+    """Compile and JIT the pipeline's code paths before the first real run: a first run of
+    `records` messages and as many events, then `rounds` late increments of 2 % on copies
+    of its lake, in a temporary folder. Returns each run's seconds."""
+    from correlake.run import pipeline
+    from correlake.samples.workload import generate
+
+    root = Path(tempfile.mkdtemp(prefix="correlake-warm-up-"))
+    seconds = []
+    try:
+        generate(root / "landing", records, records, "uniform")
+        generate(root / "increment", records // 50, records // 50, "uniform", seed=2, first_position=10 ** 9)
+        for i in range(rounds + 1):
+            lake = root / f"lake{i}"
+            if i:
+                shutil.copytree(root / "lake0", lake)
+            start = time.perf_counter()
+            pipeline.run(spark, str(root / ("increment" if i else "landing")), str(lake), max_quarantine_ratio=1.0)
+            seconds.append(round(time.perf_counter() - start, 1))
+            if i:
+                shutil.rmtree(lake)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return seconds
+
+
+def _alive(spark) -> bool:
+    """Whether the session still answers (a JVM that was killed or ran out of memory does not)."""
+    try:
+        spark.range(1).collect()
+        return True
+    except Exception:
+        return False
+
+
+def _serve_one(conn, spark, functions: dict) -> bool:
+    """Run one caller's call and send back its result or error; False if Spark did not survive it."""
+    from correlake.session import LOG_LEVEL, log_level, release
+
+    try:
+        name, args, kwargs = conn.recv()
+    except EOFError:  # gone before it asked
+        return True
+    start = time.perf_counter()
+    try:
+        with _Call(conn):
+            reply = (True, functions[name](spark, *args, **kwargs))
+    except CallerGone:  # nobody to reply to
+        print(f"correlake driver: the caller of {name} went away; its call was stopped", flush=True)
+        reply = (False, DriverError(f"the caller of {name} went away"))
+    except Exception as exc:
+        reply = (False, _portable(exc))
+    alive = reply[0] or _alive(spark)
+    if alive and name not in FREES_ITS_MEMORY:
+        spark.catalog.clearCache()
+        release(spark)
+    elif alive:  # a call stopped before its run let go would leave Spark's logging off
+        log_level(spark.sparkContext, LOG_LEVEL)
+    outcome = "done" if reply[0] else f"failed ({type(reply[1]).__name__}: {first_line(reply[1])[:300]})"
+    print(f"correlake driver: {name} {outcome} in {time.perf_counter() - start:.1f} s", flush=True)
+    try:
+        conn.send(reply)
+    except OSError:
+        pass  # the caller left; the work is done (or rolled back) all the same
+    return alive
+
+
+def serve(address: Path, warm_up_rounds: int) -> None:
+    """Start Spark, warm it up, then serve calls one at a time until SIGTERM or Ctrl-C
+    (the caller's handlers: a call in progress is cancelled and rolled back); stop with a
+    DriverError if Spark's JVM dies, so that a supervisor starts a new driver."""
+    from correlake.session import get_spark
+
+    listener = _listen(address)
+    on_sigusr1 = signal.signal(signal.SIGUSR1, _stop_call)
+    try:
+        spark = get_spark()
+        if warm_up_rounds:
+            print(f"correlake driver: warming up (runs of {warm_up(spark, warm_up_rounds)} s)", flush=True)
+        functions = _functions()
+        print(f"{READY} {address} (pid {os.getpid()})", flush=True)
+        while True:
+            try:
+                conn = listener.accept()
+            except (OSError, EOFError, AuthenticationError):  # a caller without the key, or gone already
+                continue
+            with conn:
+                if not _serve_one(conn, spark, functions):
+                    raise DriverError("Spark's JVM is gone; the driver stops (start it again)")
+    finally:
+        signal.signal(signal.SIGUSR1, on_sigusr1)
+        listener.close()
+        _key_path(address).unlink(missing_ok=True)

@@ -1,0 +1,101 @@
+"""A run's plan, and where its frames live between stages: in the Spark session when
+one process runs every stage (`MemoryStore`), as Parquet under
+`<lake>/_state/runs/<run_id>/` when each stage is an Airflow task (`DiskStore`)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from pyspark.sql import DataFrame, SparkSession
+
+from correlake.config import GZIP_RATIO, INTERPRETED_MAX_BYTES, lake_state_dir
+from correlake.lake.tables import write_atomic
+from correlake.lake.landing import LandingFile
+from correlake.run.result import RunResult
+
+
+@dataclass
+class Plan:
+    """What a run works on: its files, its snapshot of the lake, its settings, its result so far."""
+    run_id: str
+    files: list[LandingFile]
+    versions: dict[str, int]
+    max_quarantine_ratio: float
+    last_event_time: int | None
+    result: RunResult
+
+    @property
+    def small(self) -> bool:
+        """Few new records: at most INTERPRETED_MAX_BYTES of JSON, and not a rebuild."""
+        size = sum(f.size * (GZIP_RATIO if f.path.endswith(".gz") else 1) for f in self.files)
+        return not self.result.rebuild and size <= INTERPRETED_MAX_BYTES
+
+    def to_json(self) -> str:
+        return json.dumps({**asdict(self), "files": [asdict(f) for f in self.files]})
+
+    @classmethod
+    def from_json(cls, text: str) -> Plan:
+        raw = json.loads(text)
+        return cls(raw["run_id"], [LandingFile(**f) for f in raw["files"]], raw["versions"],
+                   raw["max_quarantine_ratio"], raw["last_event_time"], RunResult(**raw["result"]))
+
+
+class MemoryStore:
+    """Frames kept in the Spark session, checkpointed or as views of checkpointed ones:
+    one process runs every stage."""
+
+    def __init__(self):
+        self._frames: dict[str, DataFrame] = {}
+
+    def put(self, name: str, df: DataFrame, narrow: bool = False) -> DataFrame:
+        """Keep `df`, checkpointed; a `narrow` frame (rows and columns of checkpointed
+        frames) is kept as it is: reading it again costs a scan, copying it memory."""
+        self._frames[name] = df if narrow else df.localCheckpoint()
+        return self._frames[name]
+
+    def get(self, spark: SparkSession, name: str) -> DataFrame:
+        return self._frames[name]
+
+    def save_plan(self, plan: Plan) -> None:
+        """Nothing to do: the plan lives in the caller's StagedRun."""
+
+    def clear(self) -> None:
+        self._frames.clear()
+
+
+class DiskStore:
+    """Frames staged as Parquet under the run's folder: each stage may be its own process."""
+
+    def __init__(self, root: Path):
+        self.root = root
+
+    def put(self, name: str, df: DataFrame, narrow: bool = False) -> DataFrame:
+        """Write `df` (narrow or not: the next stage may be another process)."""
+        path = str(self.root / name)
+        df.write.mode("overwrite").parquet(path)
+        return df.sparkSession.read.parquet(path)
+
+    def get(self, spark: SparkSession, name: str) -> DataFrame:
+        return spark.read.parquet(str(self.root / name))
+
+    def save_plan(self, plan: Plan) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.root / "plan.json", plan.to_json())
+
+    def has_plan(self) -> bool:
+        return (self.root / "plan.json").exists()
+
+    def load_plan(self) -> Plan:
+        if not self.has_plan():
+            raise FileNotFoundError(f"no staged run at {self.root} (discarded, published, or never prepared)")
+        return Plan.from_json((self.root / "plan.json").read_text())
+
+    def clear(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def staged_runs_dir(lake_dir: str) -> Path:
+    return lake_state_dir(lake_dir) / "runs"

@@ -1,0 +1,59 @@
+"""Human-readable output of a run: the summary and what gold holds."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from correlake.config import table_path
+
+
+def _iso(millis) -> str:
+    if millis is None:
+        return "-"
+    return datetime.fromtimestamp(millis / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def summary(result) -> str:
+    rolled_back = f"correlake: rolled back the unfinished run {result.rolled_back} first\n" if result.rolled_back else ""
+    return rolled_back + _summary(result)
+
+
+def _summary(result) -> str:
+    if result.nothing_new:
+        if result.as_of_before is None:
+            as_of = "" if result.as_of is None else f" (as_of {_iso(result.as_of)})"  # None: no records yet
+            return f"correlake: nothing new to ingest; no table changed{as_of}"
+        move = f"as_of {_iso(result.as_of_before)} → {_iso(result.as_of)}"
+        if result.run_id is None:
+            return f"correlake: nothing new to ingest; dry run: would re-evaluate the statuses of gold/messages ({move})"
+        return (f"correlake: nothing new to ingest; statuses of gold/messages re-evaluated ({move}), "
+                f"recorded as run {result.run_id}")
+    lines = [
+        f"correlake {'rebuild' if result.rebuild else 'run'} {result.run_id}",
+        f"  bronze   files {result.files}, records read {result.records_read}, "
+        f"replays {result.replays}, quarantined {result.quarantined_total}",
+    ]
+    for reason, count, where in result.top_quarantine_reasons(10):
+        lines.append(f"           {count:>7}  {reason}  (first: {where})")
+    lines += [
+        f"  silver   new messages {result.new_messages}, new workflow events {result.new_workflow_events}, "
+        f"key groups recomputed {result.touched_groups}",
+        f"  gold     correlations (recomputed groups) {result.correlations}, as_of {_iso(result.as_of)}",
+        "  timings  " + ", ".join(f"{stage} {secs:.1f}s" for stage, secs in result.timings.items()),
+    ]
+    return "\n".join(lines)
+
+
+def findings(spark, lake: str) -> str:
+    """A few lines on what gold holds."""
+    messages = spark.read.format("delta").load(table_path(lake, "messages"))
+    correlations = spark.read.format("delta").load(table_path(lake, "correlations"))
+    instances = spark.read.format("delta").load(table_path(lake, "message_started_instances"))
+    statuses = {r["status"]: r["count"] for r in messages.groupBy("status").count().collect()}
+    lines = ["gold:", "  messages     " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))]
+    by_process = correlations.groupBy("bpmn_process_id", "subscription_type").count().orderBy("bpmn_process_id")
+    for r in by_process.collect():
+        lines.append(f"  correlated   {r['count']:>6}  to {r['bpmn_process_id']} ({r['subscription_type']})")
+    active = instances.where("ended_at IS NULL").count()
+    lines.append(f"  instances    {instances.count()} started by messages, {active} still active")
+    return "\n".join(lines)

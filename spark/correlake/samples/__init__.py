@@ -1,0 +1,1 @@
+"""Sample landings: the demo world and synthetic benchmark workloads."""

@@ -1,0 +1,1 @@
+"""The correlation semantics, pure Python: no Spark, no I/O."""

@@ -1,0 +1,1 @@
+"""The stages as DataFrame -> DataFrame functions: bronze, silver, key groups, scope, gold."""

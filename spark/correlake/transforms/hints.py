@@ -1,0 +1,18 @@
+"""Join hints: a run's small frames are broadcast, so the history they meet is not shuffled."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from correlake.config import BROADCAST_ROWS
+
+
+def broadcast_if_small(*frames: DataFrame):
+    """`F.broadcast` if every frame has at most `BROADCAST_ROWS` rows, else the identity.
+
+    The frames are counted: give checkpointed frames or narrow ones over them. A hint
+    changes plans, never results.
+    """
+    small = all(df.limit(BROADCAST_ROWS + 1).count() <= BROADCAST_ROWS for df in frames)
+    return F.broadcast if small else (lambda df: df)

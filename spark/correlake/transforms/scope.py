@@ -1,0 +1,155 @@
+"""What a run recomputes: the key groups its new records touch, and their records.
+
+The key groups (`routing.py`) are kept in `silver/key_groups` and grown from the links
+the new records bring. History comes from silver (`silver/messages`,
+`silver/workflow_events`): its key columns are read once and kept in memory for the
+lookups (whose joins with the run's small sets are then cheap to plan and run), and
+the full rows of the touched groups are fetched once at the end, so the costly work
+— rule 7, the engine, the restating MERGEs — is done for the touched groups only.
+With no group table yet (a first run, a rebuild, a lake from before it existed),
+every link of the records given is used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from correlake.transforms.hints import broadcast_if_small
+from correlake.transforms.key_groups import (grow_groups, owner_links, route_workflow_events, started_links, started_message_key,
+                      updated_groups, with_label)
+from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, SCOPE
+from correlake.transforms.silver import accepted_messages
+
+EVENT_KEYS = ["position", "tenant_id", "type", "process_instance_key", "element_instance_key", "correlation_key"]
+
+
+def _opened():
+    return F.col("type") == "SUBSCRIPTION_OPENED"
+
+
+def _deployed():
+    return F.col("type") == "PROCESS_DEPLOYED"
+
+
+@dataclass
+class Recompute:
+    """A run's work: the group rows it adds or changes, the touched groups' keys
+    (tenant_id, correlation_key, label), their silver messages and their routed workflow events."""
+    group_changes: DataFrame
+    scope: DataFrame
+    messages: DataFrame
+    routed: DataFrame
+
+
+def message_records(silver_messages: DataFrame) -> DataFrame:
+    """Silver messages back in the shape of distinct bronze records."""
+    return silver_messages.select(F.col("message_key").alias("position"), *MESSAGE_FIELDS[1:])
+
+
+def _keys(messages: DataFrame) -> DataFrame:
+    return messages.select("tenant_id", F.col("position").alias("message_key"), "correlation_key", "name")
+
+
+def _union(new: DataFrame, old: DataFrame | None) -> DataFrame:
+    return new if old is None else old.unionByName(new)
+
+
+def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: DataFrame | None,
+              old_events: DataFrame | None, old_groups: DataFrame | None, deployments: DataFrame,
+              redeployed: bool) -> Recompute:
+    """Plan the recomputation of every group that the new records can change.
+
+    `new_messages`: distinct new message records; `new_events`: new silver workflow
+    events; `old_*`: what silver held before (None: nothing); `deployments`: every
+    deployment, new ones included; `redeployed`: whether there are new ones.
+    """
+    all_messages = _union(new_messages.select(*MESSAGE_FIELDS), old_messages)
+    all_events = _union(new_events, old_events)
+    messages = all_messages.select("position", *SCOPE, "name").localCheckpoint()
+    events = all_events.select(*EVENT_KEYS).localCheckpoint()
+    opens = events.where(_opened())
+    if old_messages is None and old_events is None:  # no history: every key is new, every group touched
+        changes, groups = _grown(None, _every_link(opens, messages))
+        keys = messages.select(*SCOPE).unionByName(opens.select(*SCOPE))
+        scope = _scope(groups, with_label(keys, groups).select("tenant_id", "label").distinct().localCheckpoint())
+        groups_hint = broadcast_if_small(groups)
+        in_scope = lambda df: with_label(df, groups_hint(groups))  # noqa: E731  (the group table alone gives labels)
+        scoped = all_messages
+    else:
+        new_hint = broadcast_if_small(new_messages, new_events)
+        links = (_every_link(opens, messages) if old_groups is None
+                 else _new_links(opens, messages, new_messages, new_events, new_hint))
+        changes, groups = _grown(old_groups, links)
+        scope = _scope(groups, _touched(new_messages, new_events, messages, opens, groups,
+                                        deployments if redeployed else None, new_hint).localCheckpoint())
+        scope_hint = broadcast_if_small(scope)
+        in_scope = lambda df: df.join(scope_hint(scope), SCOPE)  # noqa: E731  (adds label)
+        scoped = all_messages.join(scope_hint(scope.select(*SCOPE)), SCOPE, "left_semi")
+    # Routing through the touched groups' opens and messages only gives exactly their events.
+    routed = (route_workflow_events(events.where(~_deployed()), in_scope(opens), in_scope(_keys(messages)))
+              .select("position", "label").localCheckpoint())
+    return Recompute(
+        group_changes=changes,
+        scope=scope,
+        messages=accepted_messages(scoped),
+        routed=all_events.join(broadcast_if_small(routed)(routed), "position"))
+
+
+def _every_link(opens: DataFrame, messages: DataFrame) -> DataFrame:
+    """The links of all the records given (no group table to start from)."""
+    return owner_links(opens).unionByName(started_links(opens, _keys(messages)))
+
+
+def _new_links(opens, messages, new_messages, new_events, new_hint) -> DataFrame:
+    """The links the new records bring: the owners of new opens, the instances new opens
+    say a message started, and new messages that started an instance already seen."""
+    new_opens = new_events.where(_opened())
+    owners = new_opens.select("tenant_id", "element_instance_key").distinct()
+    in_started = opens.where(started_message_key(F.col("process_instance_key")).isNotNull())
+    return (owner_links(opens.join(new_hint(owners), ["tenant_id", "element_instance_key"], "left_semi"))
+            .unionByName(started_links(new_hint(new_opens), _keys(messages)))
+            .unionByName(started_links(in_started, new_hint(_keys(new_messages)))))
+
+
+def _grown(old_groups: DataFrame | None, links: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(the group rows the links add or change, every group after them)."""
+    groups = (links.sparkSession.createDataFrame([], KEY_GROUPS) if old_groups is None
+              else old_groups.localCheckpoint())
+    changes = grow_groups(groups, links).localCheckpoint()
+    return changes, updated_groups(groups, changes).localCheckpoint()
+
+
+def _scope(groups: DataFrame, touched: DataFrame) -> DataFrame:
+    """(tenant_id, correlation_key, label) of every key of the touched groups (a key in no
+    group yet is its own group)."""
+    return (groups.join(broadcast_if_small(touched)(touched), ["tenant_id", "label"], "left_semi")
+            .unionByName(touched.select("tenant_id", F.col("label").alias("correlation_key"), "label"))
+            .distinct().localCheckpoint())
+
+
+def _touched(new_messages, new_events, messages, opens, groups, deployments, new_hint) -> DataFrame:
+    """(tenant_id, label) of every group the new records can change: their keys' groups, the
+    groups of the subscriptions (and start messages) new workflow events act on, and, for new
+    deployments, the groups of messages named by the process's start events, old or new.
+    `new_hint`: the hint for frames of the new records, joined with the history."""
+    acting = new_events.where(~_deployed())
+    near = (opens.join(new_hint(acting.select("tenant_id", "element_instance_key").distinct()),
+                       ["tenant_id", "element_instance_key"], "left_semi")
+            .unionByName(opens.join(new_hint(acting.select("tenant_id", "process_instance_key").distinct()),
+                                    ["tenant_id", "process_instance_key"], "left_semi")))
+    starters = acting.select("tenant_id", started_message_key(F.col("process_instance_key")).alias("position"))
+    started = messages.join(new_hint(starters.where(F.col("position").isNotNull())), ["tenant_id", "position"],
+                            "left_semi")
+    touched = (with_label(new_messages.select(*SCOPE), groups).select("tenant_id", "label")
+               .unionByName(route_workflow_events(acting, with_label(near, groups),
+                                                  with_label(_keys(started), groups)).select("tenant_id", "label")))
+    if deployments is not None:
+        deployed = new_events.where(_deployed()).select("tenant_id", "bpmn_process_id")
+        names = (deployments.join(deployed, ["tenant_id", "bpmn_process_id"], "left_semi")
+                 .select("tenant_id", F.explode("message_start_events").alias("name")))
+        named = messages.join(new_hint(names), ["tenant_id", "name"], "left_semi").select(*SCOPE)
+        touched = touched.unionByName(with_label(named, groups).select("tenant_id", "label"))
+    return touched.distinct()
