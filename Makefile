@@ -10,8 +10,9 @@ demo: setup
 test: setup
 	@.venv/bin/python -m pytest
 
+# the unit and Spark tiers: no Airflow, no long-lived driver, no crash or server tests
 test-fast: setup
-	@.venv/bin/python -m pytest -m "not slow"
+	@.venv/bin/python -m pytest tests/unit tests/spark
 
 airflow:
 	@bash scripts/airflow.sh

@@ -19,7 +19,7 @@ from correlake.lake.tables import version
 from correlake.run.store import staged_runs_dir
 from helpers import sorted_gold, versions, write_jsonl
 
-DAG_FILES = [str(Path(__file__).resolve().parents[1] / "dags" / f"{name}.py")
+DAG_FILES = [str(Path(__file__).resolve().parents[2] / "dags" / f"{name}.py")
              for name in ("correlake_hourly", "correlake_maintenance")]
 TASKS = ["prepare", "bronze", "gate_bronze", "silver", "gate_silver", "gold", "gate_gold", "publish", "stats"]
 

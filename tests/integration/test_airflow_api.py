@@ -17,7 +17,7 @@ from conftest import AIRFLOW_BIN, AIRFLOW_PASSWORD
 from helpers import free_port
 from test_airflow_dag import TASKS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DAG = "correlake_hourly"
 
 

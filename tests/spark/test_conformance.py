@@ -21,7 +21,7 @@ import pytest
 from correlake.interfaces import cli
 from helpers import START_KEY, iso_to_millis, read_gold, relabel, write_landing
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 SCENARIOS = sorted(DATA.glob("conformance/*.json")) + sorted(DATA.glob("scenarios/*.json"))
 OFFSET = 100_000
 

@@ -26,7 +26,7 @@ from generators import combine, generate_cases
 from helpers import project, read_gold, versions, write_jsonl
 
 CRASH_POINTS = ("bronze", "silver", "merge")
-HERE = Path(__file__).parent
+HERE = Path(__file__).parents[1]  # tests/, where crash_child.py is
 
 
 @pytest.fixture(scope="module")
