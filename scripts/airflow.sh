@@ -34,7 +34,7 @@ import json, os, secrets
 from pathlib import Path
 
 from correlake.config import demo_dir
-from correlake.demo import write_demo_landing
+from correlake.samples.demo import write_demo_landing
 
 write_demo_landing(demo_dir() / "landing")
 path = Path(os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"])
