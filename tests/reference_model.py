@@ -24,7 +24,10 @@ def millis(value) -> int:
     """contract *Times*: epoch millis, or ISO-8601 with an offset (sub-millis truncated)."""
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    y, mo, d, h, mi, s, frac, z, sign, oh, om = _ISO.fullmatch(value).groups()
+    match = _ISO.fullmatch(value)
+    if match is None:
+        raise ValueError(f"not a time with an offset: {value!r}")
+    y, mo, d, h, mi, s, frac, z, sign, oh, om = match.groups()
     offset = timedelta() if z else (1 if sign == "+" else -1) * timedelta(hours=int(oh), minutes=int(om))
     t = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), tzinfo=timezone(offset))
     return (t - _EPOCH) // timedelta(milliseconds=1) + int((frac or "")[:3].ljust(3, "0"))
