@@ -124,3 +124,22 @@ def airflow_run(spark, correlake_dag, tmp_path_factory):
     write_demo_landing(landing, **SMALL_DEMO)
     os.environ.update({"AIRFLOW_VAR_CORRELAKE_LANDING": str(landing), "AIRFLOW_VAR_CORRELAKE_LAKE": str(lake)})
     return correlake_dag.test(), landing, lake
+
+
+# -- No skips CI cannot see: with CORRELAKE_FORBID_SKIPS=1 (.ci/run) a skip is a failure --
+def _forbid_skip(report):
+    if os.environ.get("CORRELAKE_FORBID_SKIPS") == "1" and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped ({reason}), and CORRELAKE_FORBID_SKIPS=1 forbids skips: install what it needs"
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    return _forbid_skip((yield))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+    return _forbid_skip((yield))

@@ -1,15 +1,82 @@
 """A small, naive, sequential reference model of semantics.md, for property tests.
 
-Deliberately simple and independent of the engine: global state, linear scans.
-Input: distinct parsed records (times in epoch millis). Output: gold-shaped rows.
+Deliberately simple and independent of the engine: global state, linear scans, and
+its own reading of the landing records (`normalise`, written from contract.md for the
+value space of tests/generators.py and the conformance scenarios), so that no parsing
+rule of correlake's is shared with the engine it checks.
+Input: landing records as written (JSON values). Output: gold-shaped rows, times in
+epoch millis, `variables` as JSON values.
 """
 
 from __future__ import annotations
 
+import re
+from datetime import datetime, timedelta, timezone
+
 OPEN = "SUBSCRIPTION_OPENED"
+DEFAULT_TENANT = "<default>"
+DEFAULT_TTL_MS = 3_600_000
+_ISO = re.compile(r"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d+))?(?:(Z)|([+-])(\d\d):(\d\d))")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-def reference(messages: list[dict], events: list[dict], as_of: int | None = None) -> dict:
+def millis(value) -> int:
+    """contract *Times*: epoch millis, or ISO-8601 with an offset (sub-millis truncated)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    match = _ISO.fullmatch(value)
+    if match is None:
+        raise ValueError(f"not a time with an offset: {value!r}")
+    y, mo, d, h, mi, s, frac, z, sign, oh, om = match.groups()
+    offset = timedelta() if z else (1 if sign == "+" else -1) * timedelta(hours=int(oh), minutes=int(om))
+    t = datetime(int(y), int(mo), int(d), int(h), int(mi), int(s), tzinfo=timezone(offset))
+    return (t - _EPOCH) // timedelta(milliseconds=1) + int((frac or "")[:3].ljust(3, "0"))
+
+
+def key_text(value) -> str:
+    """contract *Keys*: text unchanged, an integer as its digits, another number truncated."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f"not a key: {value!r}")
+    return value if isinstance(value, str) else str(int(value))
+
+
+def normalise(stream: str, r: dict) -> dict:
+    """One landing record with the contract's defaults applied."""
+    out = {"position": r["position"], "tenant_id": r.get("tenant_id") or DEFAULT_TENANT}
+    if stream == "messages":
+        ttl = r.get("ttl_ms")
+        variables = r.get("variables")
+        return dict(out, name=r["name"], correlation_key=key_text(r["correlation_key"]),
+                    published_at=millis(r["published_at"]), ttl_ms=DEFAULT_TTL_MS if ttl is None else ttl,
+                    message_id=r.get("message_id") or None, variables={} if variables is None else variables)
+    out.update(type=r["type"], timestamp=millis(r["timestamp"]))
+    for k in ("process_instance_key", "element_instance_key"):
+        if r.get(k) is not None:
+            out[k] = key_text(r[k])
+    if r["type"] == "PROCESS_DEPLOYED":
+        out.update(bpmn_process_id=r["bpmn_process_id"], process_version=r["process_version"],
+                   message_start_events=r.get("message_start_events") or [])
+    elif r["type"] == OPEN:
+        reads_flag = r["element_type"] in ("BOUNDARY_EVENT", "EVENT_SUBPROCESS")
+        out.update(bpmn_process_id=r["bpmn_process_id"], process_version=r.get("process_version", 1),
+                   element_id=r.get("element_id"), element_type=r["element_type"], message_name=r["message_name"],
+                   correlation_key=key_text(r["correlation_key"]),
+                   interrupting=r.get("interrupting") is not False if reads_flag else True)
+    return out
+
+
+def distinct(stream: str, records: list[dict]) -> list[dict]:
+    """A stream's records, normalised, exact replays collapsed (the model knows no conflicts)."""
+    first: dict[int, dict] = {}
+    for r in records:
+        if first.setdefault(r["position"], r) != r:
+            raise ValueError(f"conflicting records at {stream} position {r['position']}: not in the model's domain")
+    return [normalise(stream, r) for r in first.values()]
+
+
+def reference(landing_messages: list[dict], landing_events: list[dict], as_of: int | None = None) -> dict:
+    """Gold of the landing records (rule 23's default `as_of` unless given), plus `as_of`."""
+    messages, events = distinct("messages", landing_messages), distinct("workflow_events", landing_events)
     group_pos: dict[tuple, int] = {}
     for e in events:
         if e["type"] == OPEN:
@@ -57,9 +124,13 @@ def reference(messages: list[dict], events: list[dict], as_of: int | None = None
             status = "BUFFERED"
         else:
             status = "EXPIRED"
-        out_messages.append({"message_key": m["position"], "tenant_id": m["tenant_id"], "status": status,
-                             "duplicate_of": m["dup_of"], "correlation_count": count})
+        out_messages.append({"message_key": m["position"], "tenant_id": m["tenant_id"], "name": m["name"],
+                             "correlation_key": m["correlation_key"], "message_id": m["message_id"],
+                             "ttl_ms": m["ttl_ms"], "published_at": m["published_at"],
+                             "deadline": m["published_at"] + m["ttl_ms"], "status": status,
+                             "duplicate_of": m["dup_of"], "correlation_count": count, "variables": m["variables"]})
     return {
+        "as_of": as_of,
         "correlations": st.correlations,
         "messages": out_messages,
         "subscriptions": [{k: v for k, v in s.items() if not k.startswith("_")} for s in st.subs],

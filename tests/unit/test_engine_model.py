@@ -1,14 +1,19 @@
-"""The engine (pure Python, one partition per tenant) against the reference model."""
+"""The engine (pure Python, one partition per tenant) against the reference model.
+
+Seeded from CORRELAKE_TEST_SEED (generators.SEED); a failure also prints Hypothesis's
+`@reproduce_failure` blob, which replays it exactly."""
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
+import duckdb
+from hypothesis import HealthCheck, given, note, seed, settings
 from hypothesis import strategies as st
 
+from correlake.lake.sqlfiles import render
 from correlake.semantics.uniqueness import dedup_messages
 from correlake.semantics.engine import correlate_partition
-from generators import START_EVENTS, streams
-from helpers import parsed
+from generators import SEED, START_EVENTS, streams
+from helpers import canonical_rows, parsed
 from reference_model import reference
 
 KIND = {"SUBSCRIPTION_OPENED": "O", "ELEMENT_LEFT": "L", "INSTANCE_ENDED": "E"}
@@ -45,17 +50,34 @@ def engine_gold(messages: list[dict], events: list[dict]) -> dict:
     return out
 
 
-def canon(rows: list[dict]) -> list:
-    return sorted((tuple(sorted(r.items())) for r in rows), key=repr)
+DB = duckdb.connect()
 
 
-@settings(max_examples=1600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def statuses(messages: list[dict], duplicate_of: dict, correlations: list[dict], as_of: int) -> dict:
+    """message_key -> status: the product's rule-23 expression (sql/message_status.sql) over the engine's output."""
+    if not messages:
+        return {}
+    def sql(value) -> str:
+        return "NULL" if value is None else str(value)
+
+    rows = ", ".join(f"({m['position']}, {sql(duplicate_of[m['position']])}, "
+                     f"{sum(c['message_key'] == m['position'] for c in correlations)}, {m['ttl_ms']}, "
+                     f"{m['published_at'] + m['ttl_ms']})" for m in messages)
+    status = render("message_status", as_of=str(as_of))
+    return dict(DB.execute(f"SELECT message_key, {status} FROM (VALUES {rows}) "
+                           "AS m(message_key, duplicate_of, correlation_count, ttl_ms, deadline)").fetchall())
+
+
+@seed(SEED)
+@settings(max_examples=1600, deadline=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(streams(), streams(profile=START_EVENTS)))
 def test_engine_matches_reference(case):
-    messages = parsed("messages", case["messages"])
-    events = parsed("workflow_events", case["workflow_events"])
-    want = reference(messages, events)
+    note(f"CORRELAKE_TEST_SEED={SEED}")
+    want = reference(case["messages"], case["workflow_events"])  # the model reads the landing records itself
+    messages, events = parsed("messages", case["messages"]), parsed("workflow_events", case["workflow_events"])
     got = engine_gold(messages, events)
     for table in ("correlations", "subscriptions", "message_started_instances"):
-        assert canon(got[table]) == canon(want[table]), table
+        assert canonical_rows(got[table]) == canonical_rows(want[table]), table
     assert got["duplicate_of"] == {m["message_key"]: m["duplicate_of"] for m in want["messages"]}
+    assert statuses(messages, got["duplicate_of"], got["correlations"], want["as_of"]) == \
+        {m["message_key"]: m["status"] for m in want["messages"]}
