@@ -5,6 +5,9 @@ Environment variables:
   CORRELAKE_JARS            folder with the Delta JARs (default: $CORRELAKE_HOME/jars)
   CORRELAKE_SPARK_MASTER    Spark master (default: local[*])
   CORRELAKE_SPARK_CONF      extra Spark conf, "k1=v1,k2=v2"
+  CORRELAKE_SPARK_BIND_ADDRESS   address the Spark driver listens on and gives its executors
+                            (default: 127.0.0.1, nothing reachable from the network; for a
+                            cluster, an address of this host its executors reach)
   CORRELAKE_SHUFFLE_PARTITIONS, CORRELAKE_DRIVER_MEMORY
   CORRELAKE_MAX_QUARANTINE_RATIO   default gate threshold (0.01)
   CORRELAKE_DRIVER          socket of a long-lived driver (`correlake serve`) to run on
@@ -110,6 +113,7 @@ class SparkSettings:
     # the heap; the JVM's resident memory is about 0.6 GB more (metaspace, code cache, Arrow buffers)
     driver_memory: str = field(default_factory=lambda: _env("CORRELAKE_DRIVER_MEMORY", "3g"))
     extra_conf: dict = field(default_factory=lambda: parse_conf(_env("CORRELAKE_SPARK_CONF", "")))
+    bind_address: str = field(default_factory=lambda: _env("CORRELAKE_SPARK_BIND_ADDRESS", "127.0.0.1"))
 
 
 def parse_conf(text: str) -> dict:
@@ -139,6 +143,7 @@ def default_max_quarantine_ratio() -> float:
 
 
 _MEMORY = re.compile(r"\d+(b|[kmgtp]b?)?", re.IGNORECASE)  # the JVM's and Spark's memory sizes
+_ADDRESS = re.compile(r"[\w.:-]+")  # a host name, an IPv4 or IPv6 address
 _MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|(spark|k8s)://\S+|yarn")
 
 
@@ -150,6 +155,8 @@ def validate() -> None:
     if not _MASTER.fullmatch(settings.master):
         raise ConfigError(f"CORRELAKE_SPARK_MASTER: {settings.master!r} is not a Spark master URL (local[*], "
                           "local[N], spark://HOST:PORT, yarn, k8s://…)")
+    if not _ADDRESS.fullmatch(settings.bind_address):
+        raise ConfigError(f"CORRELAKE_SPARK_BIND_ADDRESS: {settings.bind_address!r} is not a host name or address")
     default_max_quarantine_ratio()
 
 

@@ -1,4 +1,5 @@
-"""The one SparkSession factory: Delta from local JARs, no network at start."""
+"""The one SparkSession factory: Delta from local JARs, no network at start, the driver
+on loopback (CORRELAKE_SPARK_BIND_ADDRESS) and no web UI."""
 
 from __future__ import annotations
 
@@ -56,6 +57,9 @@ def get_spark(settings: SparkSettings | None = None):
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
         # Spark creates this folder at start; by default it would be an empty one in the working directory
         "spark.sql.warehouse.dir": str(state_dir() / "spark-warehouse"),
+        # nothing of the driver reachable from the network unless configured (a cluster)
+        "spark.driver.bindAddress": settings.bind_address,
+        "spark.driver.host": settings.bind_address,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
@@ -84,7 +88,7 @@ def get_spark(settings: SparkSettings | None = None):
         why = next((line.removeprefix("Caused by: ") for line in reversed(lines) if line.startswith("Caused by:")),
                    lines[0])
         raise SetupError(f"Spark did not start with these settings (CORRELAKE_SPARK_MASTER, CORRELAKE_DRIVER_MEMORY, "
-                         f"CORRELAKE_SPARK_CONF): {why}") from None
+                         f"CORRELAKE_SPARK_BIND_ADDRESS, CORRELAKE_SPARK_CONF): {why}") from None
     log_level(spark.sparkContext, LOG_LEVEL)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, interrupt_quietly(KeyboardInterrupt))  # in place of PySpark's

@@ -12,8 +12,6 @@ from correlake.interfaces import options
 from correlake.errors import EXIT_OK, UsageError, first_line
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
-# Commands that only read (a query is not a command); anything else is refused.
-READ_ONLY_COMMANDS = ("Show", "Describe", "ExplainCommand")
 
 
 def add_parser(sub) -> None:
@@ -77,28 +75,11 @@ def listing(lake: str) -> str:
 
 
 def run(spark, text: str):
-    """The statement's DataFrame; a statement that could change anything is refused."""
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors.exceptions.captured import convert_exception
+    """The statement's DataFrame; anything but a read of the lake's tables and views is refused."""
+    from correlake.interfaces import read_only
+    from correlake.lake.catalog import TABLE_NAMES, views
 
-    try:
-        plan = spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
-    except Py4JJavaError as exc:
-        raise convert_exception(exc.java_exception) from None
-    if not plan.getClass().getSimpleName().startswith(READ_ONLY_COMMANDS) and (writer := _writer(spark, plan)):
-        raise UsageError(f"correlake sql only reads: {writer} is not a query "
-                         "(use SELECT, WITH, SHOW, DESCRIBE or EXPLAIN)")
-    return spark.sql(text)
-
-
-def _writer(spark, plan) -> str | None:
-    """The first command or parsed statement (INSERT, RESTORE, …) in the parsed plan, by name."""
-    command = spark._jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.plans.logical.Command")
-    name = plan.getClass().getSimpleName()
-    if command.isInstance(plan) or name.endswith("Statement"):
-        return name
-    children = plan.children()
-    return next(filter(None, (_writer(spark, children.apply(i)) for i in range(children.size()))), None)
+    return read_only.query(spark, text, [*TABLE_NAMES, *views()])
 
 
 def show(df, limit: int) -> str:

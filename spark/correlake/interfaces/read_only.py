@@ -1,0 +1,188 @@
+"""`correlake sql`'s guard: a statement runs only if its parsed plan, before Spark analyses
+anything, is on an allow-list — a query over the lake's tables and views, or SHOW TABLES,
+SHOW VIEWS, SHOW COLUMNS, DESCRIBE or EXPLAIN of one — and calls only Spark's built-in
+functions without side effects. Anything else (INSERT, DELETE, SET, EXECUTE IMMEDIATE,
+a file's path as a table, reflect(), a user's function…) is refused, its reason named.
+
+The parsed plan is walked through every field of every node (children, expressions,
+subqueries, CTE definitions, window definitions): what is not known is refused."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from correlake.errors import UsageError
+
+_LOGICAL = "org.apache.spark.sql.catalyst.plans.logical."
+_ANALYSIS = "org.apache.spark.sql.catalyst.analysis."
+_EXPRESSIONS = "org.apache.spark.sql.catalyst.expressions."
+
+# The plan nodes of a query, and of the few statements that only read.
+PLANS = frozenset({
+    *(_LOGICAL + name for name in (
+        "Project", "Filter", "Aggregate", "Join", "LateralJoin", "Sort", "GlobalLimit", "LocalLimit", "Offset",
+        "Union", "Intersect", "Except", "Distinct", "SubqueryAlias", "UnresolvedWith", "WithWindowDefinition",
+        "LimitAll", "Generate", "OneRowRelation", "LocalRelation", "Sample", "Pivot", "Unpivot", "UnresolvedHint",
+        "RepartitionByExpression",
+        "ShowTables", "ShowViews", "ShowColumns", "DescribeRelation", "DescribeColumn")),
+    *(_ANALYSIS + name for name in (
+        "UnresolvedRelation", "UnresolvedInlineTable", "UnresolvedTableValuedFunction", "UnresolvedTVFAliases",
+        "UnresolvedSubqueryColumnAliases", "UnresolvedHaving", "UnresolvedQualify", "UnresolvedTableOrView",
+        "CurrentNamespace$")),
+    _EXPRESSIONS + "PipeOperator",  # FROM t |> WHERE …
+    "org.apache.spark.sql.execution.command.ExplainCommand",  # its plan is walked too
+})
+# Expressions: any of Spark's own (package catalyst.expressions; the parser makes no call
+# of code out of them), and these of the parser's unresolved ones; functions are checked by name.
+EXPRESSIONS = frozenset(_ANALYSIS + name for name in (
+    "UnresolvedAttribute", "UnresolvedStar", "UnresolvedStarExceptOrReplace", "UnresolvedRegex", "UnresolvedAlias",
+    "UnresolvedExtractValue", "UnresolvedOrdinal", "UnresolvedPipeAggregateOrdinal", "UnresolvedFunction",
+    "UnresolvedGenerator"))
+# Built-in functions with an effect outside the query, refused with why.
+REFUSED_FUNCTIONS = {
+    "reflect": "calls a Java method", "java_method": "calls a Java method", "try_reflect": "calls a Java method",
+    "from_protobuf": "reads a descriptor file", "to_protobuf": "reads a descriptor file",
+}
+# Table-valued functions that only make rows of their arguments (not read_files & co).
+TABLE_FUNCTIONS = frozenset({"range", "explode", "explode_outer", "posexplode", "posexplode_outer", "inline",
+                             "inline_outer", "stack", "json_tuple", "variant_explode", "variant_explode_outer"})
+STATEMENTS = "SELECT, WITH, VALUES, SHOW TABLES|VIEWS|COLUMNS, DESCRIBE, EXPLAIN"
+
+
+class Refused(UsageError):
+    """A statement that is not a read of the lake's tables and views (exit 2)."""
+
+    def __init__(self, reason: str):
+        super().__init__(f"refused: {reason}; correlake sql only reads ({STATEMENTS})")
+
+
+def parse(spark, text: str):
+    """The statement's parsed (unresolved) plan; Spark's ParseException if it is not SQL."""
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors.exceptions.captured import convert_exception
+
+    try:
+        return spark._jsparkSession.sessionState().sqlParser().parsePlan(text)
+    except Py4JJavaError as exc:
+        raise convert_exception(exc.java_exception) from None
+
+
+def query(spark, text: str, names):
+    """The statement's DataFrame, made of the very plan checked; Refused, before anything is
+    analysed or run, unless it is on the allow-list and reads only `names` (the lake's
+    tables and views) and its own CTEs."""
+    from pyspark.sql import DataFrame
+
+    plan = parse(spark, text)
+    _Walk(spark._jvm, {name.lower() for name in names}).node(plan, frozenset())
+    return DataFrame(spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan), spark)
+
+
+@cache
+def _builtin_functions(jvm) -> frozenset[str]:
+    registry = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.analysis.FunctionRegistry$")
+    functions = registry.getField("MODULE$").get(None).builtin().listFunction()
+    return frozenset(str(functions.apply(i).funcName()).lower() for i in range(functions.size()))
+
+
+class _Walk:
+    # what a value of the plan is, by the first of these it is an instance of (else a leaf)
+    KINDS = {"plan": "org.apache.spark.sql.catalyst.plans.logical.LogicalPlan",
+             "expression": "org.apache.spark.sql.catalyst.expressions.Expression",
+             "leaf": "org.apache.spark.sql.types.DataType", "iterable": "scala.collection.Iterable",
+             "product": "scala.Product"}
+
+    def __init__(self, jvm, names: set[str]):
+        self.jvm = jvm
+        self.names = names
+        self.bases = {kind: jvm.java.lang.Class.forName(base) for kind, base in self.KINDS.items()}
+        self.kinds: dict[str, str] = {}  # class name -> kind
+
+    def _kind(self, name: str, obj) -> str:
+        if name not in self.kinds:
+            cls = obj.getClass()
+            self.kinds[name] = next((kind for kind, base in self.bases.items() if base.isAssignableFrom(cls)), "leaf")
+        return self.kinds[name]
+
+    def node(self, obj, ctes: frozenset[str]) -> None:
+        """Check `obj` (a plan, an expression or a value in one) and all it holds."""
+        from py4j.java_gateway import JavaObject
+
+        if not isinstance(obj, JavaObject):  # a string, a number: py4j converted it
+            return
+        name = self.jvm.org.apache.commons.lang3.ClassUtils.getName(obj)
+        kind = self._kind(name, obj)
+        short = name.rpartition(".")[2].rstrip("$")
+        if kind == "plan":
+            if name not in PLANS:
+                raise Refused(f"{short} is not a query")
+            if short == "UnresolvedWith":
+                return self._with(obj, ctes)
+            self._plan(obj, short, ctes)
+        elif kind == "expression":
+            if name not in EXPRESSIONS and name.rpartition(".")[0] + "." != _EXPRESSIONS:
+                raise Refused(f"{short} is not allowed in a query")
+            if short in ("UnresolvedFunction", "UnresolvedGenerator"):
+                self._function(obj, short)
+        elif kind == "iterable":
+            elements = obj.iterator()
+            while elements.hasNext():
+                self.node(elements.next(), ctes)
+            return
+        elif kind != "product":
+            return
+        for i in range(obj.productArity()):
+            self.node(obj.productElement(i), ctes)
+
+    def _plan(self, plan, short: str, ctes: frozenset[str]) -> None:
+        if short == "UnresolvedRelation":
+            if not plan.options().isEmpty() or plan.isStreaming():
+                raise Refused("a relation's options or STREAM")
+            self._name(plan.multipartIdentifier(), ctes)
+        elif short == "UnresolvedTableOrView":
+            self._name(plan.multipartIdentifier(), frozenset())
+        elif short == "ShowColumns" and plan.namespace().isDefined():
+            raise Refused("SHOW COLUMNS of another namespace")
+        elif short == "UnresolvedTableValuedFunction":
+            parts = _strings(plan.name())
+            if len(parts) != 1 or parts[0].lower() not in TABLE_FUNCTIONS:
+                raise Refused(f"table function {'.'.join(parts)}() (allowed: {', '.join(sorted(TABLE_FUNCTIONS))})")
+
+    def _with(self, plan, ctes: frozenset[str]) -> None:
+        """WITH: each CTE sees those before it (and itself: RECURSIVE), the query all of them."""
+        relations = plan.cteRelations()
+        for i in range(relations.size()):
+            name, relation = relations.apply(i)._1(), relations.apply(i)._2()
+            ctes |= {name.lower()}
+            self.node(relation, ctes)
+        self.node(plan.child(), ctes)
+
+    def _name(self, identifier, ctes: frozenset[str]) -> None:
+        parts = _strings(identifier)
+        if len(parts) != 1:
+            raise Refused(f"{'.'.join(parts)} is not a table or view of the lake (a path, or another catalog's)")
+        if parts[0].lower() not in self.names | ctes:
+            raise Refused(f"{parts[0]} is not a table or view of the lake (`correlake sql --list` names them)")
+
+    def _function(self, expression, short: str) -> None:
+        if short == "UnresolvedGenerator":  # LATERAL VIEW f(…)
+            identifier = expression.name()
+            parts = [*_strings(identifier.database()), identifier.funcName()]
+        else:
+            parts = _strings(expression.nameParts())
+        name = parts[-1].lower()
+        if len(parts) != 1:
+            raise Refused(f"{'.'.join(parts)}(): a function is called by its bare name")
+        if name in REFUSED_FUNCTIONS:
+            raise Refused(f"{name}() {REFUSED_FUNCTIONS[name]}")
+        if name not in _builtin_functions(self.jvm):
+            raise Refused(f"{name}() is not one of Spark's built-in functions")
+
+
+def _strings(values) -> list[str]:
+    """A Scala Seq or Option of strings, as a list."""
+    elements = values.iterator()
+    found = []
+    while elements.hasNext():
+        found.append(str(elements.next()))
+    return found
