@@ -17,18 +17,17 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from correlake.semantics.engine import START_PREFIX
+from correlake.semantics.start_events import started_message_key_sql
 from correlake.contract.schemas import SCOPE
 
 MAX_ROUNDS = 64  # of `_components`: it takes about log2 of the longest chain of links
 NEIGHBOUR_ROUNDS = 3  # its first rounds, the cheaper kind
 
 
-def started_message_key(instance_key):
-    """The message position inside `msg-start:{process}:{message_key}`, else null (also
-    for a producer's key of that reserved form that no message position fits)."""
-    return F.when(instance_key.startswith(START_PREFIX),
-                  F.regexp_extract(instance_key, r":(-?\d+)$", 1).try_cast("bigint"))
+def started_message_key(instance_key: str):
+    """The message position inside the start instance key in column `instance_key` (rule 20),
+    else null (also for a producer's key of that reserved form that no message position fits)."""
+    return F.expr(started_message_key_sql(instance_key))
 
 
 def owner_links(opens: DataFrame) -> DataFrame:
@@ -42,7 +41,7 @@ def owner_links(opens: DataFrame) -> DataFrame:
 def started_links(opens: DataFrame, messages: DataFrame) -> DataFrame:
     """(tenant_id, a, b): a subscription's key and the key of the message that started its instance."""
     return (opens.select("tenant_id", "correlation_key",
-                         started_message_key(F.col("process_instance_key")).alias("message_key"))
+                         started_message_key("process_instance_key").alias("message_key"))
             .where(F.col("message_key").isNotNull())
             .join(messages.select("tenant_id", "message_key", F.col("correlation_key").alias("b")),
                   ["tenant_id", "message_key"])
@@ -157,7 +156,7 @@ def route_workflow_events(events: DataFrame, opens_labelled: DataFrame, messages
     instances = opens_labelled.select("tenant_id", "process_instance_key", "label")
     ended = events.where(F.col("type") == "INSTANCE_ENDED")
     by_sub = ended.join(instances.distinct(), ["tenant_id", "process_instance_key"])
-    by_start = (ended.withColumn("message_key", started_message_key(F.col("process_instance_key")))
+    by_start = (ended.withColumn("message_key", started_message_key("process_instance_key"))
                 .join(messages_labelled.select("tenant_id", "message_key", "label"), ["tenant_id", "message_key"])
                 .drop("message_key"))
     # One row per (event, label): only an end can reach one group both ways.

@@ -108,7 +108,7 @@ def _new_links(opens, messages, new_messages, new_events, new_hint) -> DataFrame
     say a message started, and new messages that started an instance already seen."""
     new_opens = new_events.where(_opened())
     owners = new_opens.select("tenant_id", "element_instance_key").distinct()
-    in_started = opens.where(started_message_key(F.col("process_instance_key")).isNotNull())
+    in_started = opens.where(started_message_key("process_instance_key").isNotNull())
     return (owner_links(opens.join(new_hint(owners), ["tenant_id", "element_instance_key"], "left_semi"))
             .unionByName(started_links(new_hint(new_opens), _keys(messages)))
             .unionByName(started_links(in_started, new_hint(_keys(new_messages)))))
@@ -140,7 +140,7 @@ def _touched(new_messages, new_events, messages, opens, groups, deployments, new
                        ["tenant_id", "element_instance_key"], "left_semi")
             .unionByName(opens.join(new_hint(acting.select("tenant_id", "process_instance_key").distinct()),
                                     ["tenant_id", "process_instance_key"], "left_semi")))
-    starters = acting.select("tenant_id", started_message_key(F.col("process_instance_key")).alias("position"))
+    starters = acting.select("tenant_id", started_message_key("process_instance_key").alias("position"))
     started = messages.join(new_hint(starters.where(F.col("position").isNotNull())), ["tenant_id", "position"],
                             "left_semi")
     touched = (with_label(new_messages.select(*SCOPE), groups).select("tenant_id", "label")
