@@ -132,31 +132,30 @@ class Engine:
 
     def run(self, records, deployments: list[dict]) -> None:
         """Handle `records` (sorted) with `deployments` merged in; opens by rule-3 group."""
-        d = 0
+        pending = [(order.sort_key(d["t"], order.PROCESS_DEPLOYED, d["position"]), d) for d in deployments]
+        pending.reverse()  # the next one last
         group: list[dict] = []
         for record in records:
-            key = order.record_sort_key(record)
-            while d < len(deployments) and self._deployment_key(deployments[d]) < key:
-                self._flush(group)
-                self.deployed.handle(deployments[d])
-                d += 1
+            if pending:
+                key = order.record_sort_key(record)
+                while pending and pending[-1][0] < key:
+                    if group:
+                        self._open(group)
+                    self.deployed.handle(pending.pop()[1])
             if record["kind"] == order.SUBSCRIPTION_OPENED:
                 if group and group[0][order.GROUP_POSITION] != record[order.GROUP_POSITION]:
-                    self._flush(group)
+                    self._open(group)
                 group.append(record)
                 continue
-            self._flush(group)
+            if group:
+                self._open(group)
             self.handlers[record["kind"]](record)
-        self._flush(group)
-
-    @staticmethod
-    def _deployment_key(deployment: dict) -> tuple:
-        return order.sort_key(deployment["t"], order.PROCESS_DEPLOYED, deployment["position"])
-
-    def _flush(self, group: list[dict]) -> None:
         if group:
-            self.opened.handle(group)
-            group.clear()
+            self._open(group)
+
+    def _open(self, group: list[dict]) -> None:
+        self.opened.handle(group)
+        group.clear()
 
 
 def correlate_partition(tenant_id: str, events, deployments: list[dict]) -> dict[str, list[dict]]:
