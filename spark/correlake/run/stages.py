@@ -179,7 +179,7 @@ class StagedRun:
                                None if old_messages is None else scope.message_records(old_messages),
                                old("silver_workflow_events"), old("key_groups"), deployments,
                                redeployed=self.result.deployments > 0)
-        self.store.put("key_groups", work.group_changes)
+        self.store.put("key_groups", work.key_group_changes)
         self.store.put("scope", work.scope)
         self.store.put("silver_messages", work.messages)
         self.store.put("routed", work.routed)
