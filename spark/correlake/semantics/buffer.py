@@ -51,8 +51,9 @@ class MessageBuffer:
         self._cursors: dict[tuple, int] = {}  # (name, key, process) -> first index worth scanning
 
     def add(self, m: Message) -> None:
-        """Rule 6: only a message with a TTL is ever buffered (messages come in order)."""
-        if m.ttl_ms > 0:
+        """A message just published (messages come in order); rule 6: one not buffered at
+        its publish instant (TTL 0) never is."""
+        if m.is_buffered(m.t):
             self._queues.setdefault((m.name, m.key), []).append(m)
 
     def has(self, name: str, key: str) -> bool:
