@@ -30,8 +30,8 @@ def engine_gold(messages: list[dict], events: list[dict]) -> dict:
             if w["type"] == order.SUBSCRIPTION_OPENED:
                 k = (w["element_instance_key"], w["timestamp"])
                 group_position[k] = min(group_position.get(k, w["position"]), w["position"])
-        deployments = sorted((dict(w, t=w["timestamp"]) for w in ws if w["type"] == "PROCESS_DEPLOYED"),
-                             key=lambda d: (d["t"], d["position"]))
+        deployments = sorted((dict(w, t=w["timestamp"]) for w in ws if w["type"] == order.PROCESS_DEPLOYED),
+                             key=order.deployment_sort_key)
         for w in ws:
             if w["type"] != order.PROCESS_DEPLOYED:
                 opened = w["type"] == order.SUBSCRIPTION_OPENED

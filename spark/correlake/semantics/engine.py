@@ -132,7 +132,7 @@ class Engine:
 
     def run(self, records, deployments: list[dict]) -> None:
         """Handle `records` (sorted) with `deployments` merged in; opens by rule-3 group."""
-        pending = [(order.sort_key(d["t"], order.PROCESS_DEPLOYED, d["position"]), d) for d in deployments]
+        pending = [(order.deployment_sort_key(d), d) for d in deployments]
         pending.reverse()  # the next one last
         group: list[dict] = []
         for record in records:
@@ -162,7 +162,7 @@ def correlate_partition(tenant_id: str, events, deployments: list[dict]) -> dict
     """Replay one partition's sorted events; return gold rows by table.
 
     `deployments`: this tenant's PROCESS_DEPLOYED records (keys t, position,
-    bpmn_process_id, process_version, message_start_events), sorted by (t, position).
+    bpmn_process_id, process_version, message_start_events), sorted by `order.deployment_sort_key`.
     """
     engine = Engine(tenant_id)
     engine.run(events, deployments)

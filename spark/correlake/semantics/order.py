@@ -37,3 +37,8 @@ def sort_key(t: int, kind: str, position: int, group_position: int | None = None
 def record_sort_key(record: dict) -> tuple:
     """`sort_key` of an engine input record (keys `t`, `kind`, `position`, `group_position`)."""
     return sort_key(record[TIME], record["kind"], record[POSITION], record.get(GROUP_POSITION))
+
+
+def deployment_sort_key(deployment: dict) -> tuple:
+    """`sort_key` of a deployment (keys `t`, `position`)."""
+    return sort_key(deployment[TIME], PROCESS_DEPLOYED, deployment[POSITION])

@@ -46,10 +46,10 @@ def engine_input(messages: DataFrame, routed_events: DataFrame) -> DataFrame:
 def deployments_by_tenant(deployments: DataFrame) -> dict[str, list[dict]]:
     """Every deployment, per tenant, in the total order (small: collected to the driver)."""
     by_tenant: dict[str, list[dict]] = {}
-    rows = deployments.select("tenant_id", millis("deployed_at").alias(order.TIME), "position", "bpmn_process_id",
+    rows = deployments.select("tenant_id", millis("deployed_at").alias(order.TIME), order.POSITION, "bpmn_process_id",
                               "process_version", "message_start_events").collect()
-    for row in sorted(rows, key=lambda r: (r["t"], r["position"])):
-        by_tenant.setdefault(row["tenant_id"], []).append(row.asDict())
+    for row in sorted((row.asDict() for row in rows), key=order.deployment_sort_key):
+        by_tenant.setdefault(row["tenant_id"], []).append(row)
     return by_tenant
 
 
