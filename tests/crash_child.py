@@ -25,7 +25,7 @@ def main(landing: str, lake_dir: str, point: str) -> None:
     if point == "bronze":
         stages._bronze_stats = die
     elif point == "silver":
-        scope.grow_groups = die
+        scope.grow_key_groups = die
     elif point == "merge":
         real = stages.restate
 

@@ -8,7 +8,7 @@ WITH accepted AS (
   FROM gold_messages m
   LEFT JOIN (SELECT message_key, min(correlated_at) AS first_correlated_at
              FROM gold_correlations GROUP BY message_key) c ON c.message_key = m.message_key
-  WHERE m.duplicate_of IS NULL AND m.ttl_ms > 0
+  WHERE m.duplicate_of IS NULL AND {buffered[m.published_at]}  -- buffered from its publish to its deadline
 ),
 as_of AS (SELECT max(as_of) AS as_of FROM gold_messages),
 hour_starts AS (  -- the level an hour starts with, carried over, counts towards its peak

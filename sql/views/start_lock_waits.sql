@@ -43,7 +43,7 @@ SELECT b.tenant_id, b.bpmn_process_id, b.correlation_key, b.message_name, b.mess
        b.lock_holder, b.lock_released_at, c.correlated_at,
        CASE WHEN c.subscription_type = 'START' THEN 'STARTED'
             WHEN c.subscription_type = 'CATCH' THEN 'CAUGHT'
-            WHEN b.ttl_ms > 0 AND b.deadline > b.as_of THEN 'WAITING'  -- still in the buffer (rule 6)
+            WHEN {buffered[b.as_of]} THEN 'WAITING'  -- still in the buffer (rule 6)
             ELSE 'EXPIRED' END AS outcome,
        CAST(unix_millis(coalesce(c.correlated_at, least(b.deadline, b.as_of))) - unix_millis(b.published_at)
             AS DOUBLE) / 1000 AS waited_s

@@ -11,12 +11,11 @@ from hypothesis import strategies as st
 
 from correlake.lake.sqlfiles import render
 from correlake.semantics.uniqueness import dedup_messages
+from correlake.semantics import order
 from correlake.semantics.engine import correlate_partition
 from generators import SEED, START_EVENTS, streams
 from helpers import canonical_rows, parsed
 from reference_model import reference
-
-KIND = {"SUBSCRIPTION_OPENED": "O", "ELEMENT_LEFT": "L", "INSTANCE_ENDED": "E"}
 
 
 def engine_gold(messages: list[dict], events: list[dict]) -> dict:
@@ -28,22 +27,22 @@ def engine_gold(messages: list[dict], events: list[dict]) -> dict:
         for key in {m["correlation_key"] for m in ms}:
             dup.update(dedup_messages([m for m in ms if m["correlation_key"] == key]))
         out["duplicate_of"].update(dup)
-        evs = [dict(kind="M", t=m["published_at"], grp=m["position"], accepted=dup[m["position"]] is None, **m)
+        evs = [dict(kind=order.MESSAGE_PUBLISHED, t=m["published_at"], accepted=dup[m["position"]] is None, **m)
                for m in ms]
         ws = [w for w in events if w["tenant_id"] == tenant]
-        grp = {}
+        group_position = {}  # rule 3
         for w in ws:
-            if w["type"] == "SUBSCRIPTION_OPENED":
+            if w["type"] == order.SUBSCRIPTION_OPENED:
                 k = (w["element_instance_key"], w["timestamp"])
-                grp[k] = min(grp.get(k, w["position"]), w["position"])
-        deployments = sorted((dict(w, t=w["timestamp"]) for w in ws if w["type"] == "PROCESS_DEPLOYED"),
-                             key=lambda d: (d["t"], d["position"]))
+                group_position[k] = min(group_position.get(k, w["position"]), w["position"])
+        deployments = sorted((dict(w, t=w["timestamp"]) for w in ws if w["type"] == order.PROCESS_DEPLOYED),
+                             key=order.deployment_sort_key)
         for w in ws:
-            if w["type"] != "PROCESS_DEPLOYED":
-                g = grp.get((w["element_instance_key"], w["timestamp"]), w["position"]) \
-                    if w["type"] == "SUBSCRIPTION_OPENED" else w["position"]
-                evs.append(dict(w, kind=KIND[w["type"]], t=w["timestamp"], grp=g))
-        evs.sort(key=lambda e: (e["t"], 1 if e["kind"] == "M" else 0, e["grp"], e["position"]))
+            if w["type"] != order.PROCESS_DEPLOYED:
+                opened = w["type"] == order.SUBSCRIPTION_OPENED
+                evs.append(dict(w, kind=w["type"], t=w["timestamp"], group_position=group_position[
+                    (w["element_instance_key"], w["timestamp"])] if opened else w["position"]))
+        evs.sort(key=order.record_sort_key)
         got = correlate_partition(tenant, evs, deployments)
         for table in ("correlations", "subscriptions", "message_started_instances"):
             out[table] += got[table]

@@ -15,7 +15,22 @@ def load(name: str) -> str:
 
 
 def render(name: str, **params) -> str:
-    return load(name).format(**params)
+    """`sql/<name>.sql` with its placeholders filled: `params`, and the rules of `sql/rules/`
+    as `{buffered[<instant>]}` (see `buffered`)."""
+    return load(name).format(buffered=_BufferedAt(), **params)
+
+
+def buffered(at: str, ttl_ms: str = "ttl_ms", deadline: str = "deadline") -> str:
+    """The predicate of `sql/rules/buffered.sql` (rules 6, 7, 23): buffered at the instant
+    `at`, over the columns named (SQL expressions all three)."""
+    return "(" + load("rules/buffered").format(at=at, ttl_ms=ttl_ms, deadline=deadline) + ")"
+
+
+class _BufferedAt:
+    """`{buffered[as_of]}` in a SQL file: `buffered("as_of")`."""
+
+    def __getitem__(self, at: str) -> str:
+        return buffered(at)
 
 
 def delta_table(path: str) -> str:

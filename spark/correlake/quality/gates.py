@@ -22,7 +22,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
 from correlake.config import DATA_DOCS_INDEX_VALIDATIONS, data_docs_dir, expectations_dir, validation_results_dir
+from correlake.lake.sqlfiles import buffered
 from correlake.lake.tables import flocked
+from correlake.semantics.start_events import start_instance_key_sql
 
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
@@ -62,24 +64,27 @@ def bronze_frames(messages: DataFrame, events: DataFrame) -> dict[str, DataFrame
 def silver_frames(messages: DataFrame) -> dict[str, DataFrame]:
     """Silver messages with rule 7 checked both ways: no accepted message overlaps a buffered
     one with its id, and every rejected one names such a message."""
-    accepted_buffering = F.col("duplicate_of").isNull() & (F.col("ttl_ms") > 0) & F.col("message_id").isNotNull()
+    accepted_with_id = F.col("duplicate_of").isNull() & F.col("message_id").isNotNull()
     w = (Window.partitionBy("tenant_id", "name", "correlation_key", "message_id")
          .orderBy("published_at", "message_key").rowsBetween(Window.unboundedPreceding, -1))
-    earlier_deadline = F.max(F.when(accepted_buffering, F.col("deadline"))).over(w)
-    overlaps = F.col("duplicate_of").isNull() & F.col("message_id").isNotNull() & \
-        F.coalesce(earlier_deadline > F.col("published_at"), F.lit(False))
+    # of the earlier accepted ones with the id, the last to leave the buffer: if any is
+    # buffered at this one's publish, that one is
+    last_to_leave = F.max(F.when(accepted_with_id, F.struct("deadline", "ttl_ms"))).over(w)
+    overlaps = accepted_with_id & F.coalesce(
+        F.expr(buffered("published_at", "_last_to_leave.ttl_ms", "_last_to_leave.deadline")), F.lit(False))
     first = messages.select(*(F.col(c).alias(f"first_{c}") for c in (
         "message_key", "tenant_id", "name", "correlation_key", "message_id", "published_at", "ttl_ms", "deadline",
         "duplicate_of")))
     rejection_ok = F.col("duplicate_of").isNull() | F.coalesce(
-        F.col("first_duplicate_of").isNull() & (F.col("first_ttl_ms") > 0)
+        F.col("first_duplicate_of").isNull()
         & (F.col("first_tenant_id") == F.col("tenant_id")) & (F.col("first_name") == F.col("name"))
         & (F.col("first_correlation_key") == F.col("correlation_key"))
         & (F.col("first_message_id") == F.col("message_id"))
         & (F.struct("first_published_at", "first_message_key") < F.struct("published_at", "message_key"))
-        & (F.col("published_at") < F.col("first_deadline")), F.lit(False))
+        & F.expr(buffered("published_at", "first_ttl_ms", "first_deadline")), F.lit(False))
     deadline_ok = F.col("deadline") == F.timestamp_millis(F.unix_millis("published_at") + F.col("ttl_ms"))
-    return {"silver": messages.join(first, F.col("duplicate_of") == F.col("first_message_key"), "left").select(
+    return {"silver": messages.withColumn("_last_to_leave", last_to_leave)
+            .join(first, F.col("duplicate_of") == F.col("first_message_key"), "left").select(
         "message_key", "correlation_key", F.coalesce(deadline_ok, F.lit(False)).alias("deadline_ok"),
         overlaps.alias("overlaps_buffered_duplicate"), rejection_ok.alias("rejection_justified"))}
 
@@ -103,9 +108,8 @@ def gold_frames(tables: dict[str, DataFrame]) -> dict[str, DataFrame]:
                     & (c.message_name == F.col("sub_message_name")), "left")
               .join(inst, is_start & (c.tenant_id == F.col("inst_tenant_id"))
                     & (c.process_instance_key == F.col("inst_process_instance_key")), "left"))
-    live = F.when(F.col("ttl_ms") > 0, (F.col("correlated_at") >= F.col("published_at"))
-                  & (F.col("correlated_at") < F.col("deadline"))) \
-        .otherwise(F.col("correlated_at") == F.col("published_at"))
+    live = (F.col("correlated_at") == F.col("published_at")) | (  # rule 6 (and rule 22's instants)
+        (F.col("correlated_at") > F.col("published_at")) & F.expr(buffered("correlated_at")))
     in_sub = F.when(is_start, True).otherwise(
         (F.col("correlated_at") >= F.col("sub_opened_at"))
         & (F.col("sub_closed_at").isNull() | (F.col("correlated_at") <= F.col("sub_closed_at"))))
@@ -115,7 +119,7 @@ def gold_frames(tables: dict[str, DataFrame]) -> dict[str, DataFrame]:
     inst_fields = ("bpmn_process_id", "process_version", "message_key", "correlation_key")
     matches_inst = F.when(~is_start, True).otherwise(
         F.col("element_instance_key").isNull() & F.col("element_id").isNull()
-        & (F.col("process_instance_key") == F.format_string("msg-start:%s:%d", "bpmn_process_id", "message_key"))
+        & (F.col("process_instance_key") == F.expr(start_instance_key_sql("bpmn_process_id", "message_key")))
         & (F.col("correlated_at") == F.col("inst_started_at")) & _all(F.col(n) == F.col(f"inst_{n}") for n in inst_fields))
     correlations = joined.select(
         c.message_key, c.bpmn_process_id, "subscription_type",

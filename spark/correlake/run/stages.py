@@ -172,16 +172,14 @@ class StagedRun:
         if rebuild:  # every record of bronze is new to silver
             new = {s: silver.distinct_records(self._history(f"bronze_{s}")).unionByName(new[s]) for s in STREAMS}
         new_events = silver.workflow_events(new["workflow_events"])
-        old_deployments = old("silver_deployments")
         deployments = self.store.put("silver_deployments", silver.deployments(
-            silver.deployed(new_events).unionByName(old_deployments.drop("is_current"))
-            if old_deployments is not None else silver.deployed(new_events)))
+            silver.deployed(new_events), old("silver_deployments")))
         old_messages = old("silver_messages")
         work = scope.recompute(new["messages"], new_events,
                                None if old_messages is None else scope.message_records(old_messages),
                                old("silver_workflow_events"), old("key_groups"), deployments,
                                redeployed=self.result.deployments > 0)
-        self.store.put("key_groups", work.group_changes)
+        self.store.put("key_groups", work.key_group_changes)
         self.store.put("scope", work.scope)
         self.store.put("silver_messages", work.messages)
         self.store.put("routed", work.routed)

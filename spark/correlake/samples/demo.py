@@ -20,6 +20,8 @@ import random
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from correlake.semantics.start_events import start_instance_key
+
 BASE = datetime(2026, 11, 2, 8, 0, tzinfo=timezone.utc)
 TENANTS = ["shop-eu", "shop-us"]
 
@@ -68,7 +70,7 @@ def _order(world: _World, tenant: str, order_no: int, t: datetime) -> None:
         world.publish(t + timedelta(seconds=2), tenant, "order-placed", key, message_id=f"op-{order_no}")
     if order_no % 25 == 0:  # placed again: waits for the lock (no rng draw: the rest of the world is unchanged)
         world.publish(t + timedelta(minutes=3), tenant, "order-placed", key, message_id=f"op-{order_no}-again")
-    instance = f"msg-start:order:{placed['position']}"
+    instance = start_instance_key("order", placed["position"])
     opened = t + timedelta(milliseconds=rng.randint(200, 900))
     task = f"{instance}/pay"
     for name, element_type, interrupting in (("payment-received", "RECEIVE_TASK", True),

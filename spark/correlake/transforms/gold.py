@@ -5,6 +5,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from correlake.semantics import order
 from correlake.semantics.engine import correlate_partition
 from correlake.transforms.hints import broadcast_if_small
 from correlake.contract.schemas import ENGINE_OUT, GOLD, SCOPE, as_timestamps
@@ -12,11 +13,9 @@ from correlake.transforms.sequential import sequential_pass
 from correlake.transforms.silver import millis, pair_key
 from correlake.lake.sqlfiles import render
 
-_KINDS = {"SUBSCRIPTION_OPENED": "O", "ELEMENT_LEFT": "L", "INSTANCE_ENDED": "E"}
-ENGINE_COLUMNS = ["_part", "kind", "t", "rank", "grp", "position", "tenant_id", "name", "correlation_key",
-                  "ttl_ms", "accepted", "variables", "bpmn_process_id", "process_version",
-                  "process_instance_key", "element_instance_key", "element_id", "element_type",
-                  "message_name", "interrupting"]
+ENGINE_COLUMNS = ["_part", "kind", *order.SORT_COLUMNS, "tenant_id", "name", "correlation_key", "ttl_ms", "accepted",
+                  "variables", "bpmn_process_id", "process_version", "process_instance_key", "element_instance_key",
+                  "element_id", "element_type", "message_name", "interrupting"]
 
 
 def _part():
@@ -24,19 +23,22 @@ def _part():
 
 
 def engine_input(messages: DataFrame, routed_events: DataFrame) -> DataFrame:
-    """One frame of engine events: labelled silver messages + routed workflow events."""
+    """One frame of engine records (`semantics/order.py`): labelled silver messages + routed
+    workflow events, whose kind is their type."""
     m = (messages.withColumn("_part", _part())
-         .select("_part", F.lit("M").alias("kind"), millis("published_at").alias("t"), F.lit(1).alias("rank"),
-                 F.col("message_key").alias("grp"), F.col("message_key").alias("position"), "tenant_id", "name",
-                 "correlation_key", "ttl_ms", F.col("duplicate_of").isNull().alias("accepted"), "variables"))
-    kind = F.create_map(*[F.lit(x) for pair in _KINDS.items() for x in pair])[F.col("type")]
-    group = Window.partitionBy("_part", "element_instance_key", "t")
+         .select("_part", F.lit(order.MESSAGE_PUBLISHED).alias("kind"), millis("published_at").alias(order.TIME),
+                 F.lit(order.MESSAGE_RANK).alias(order.RANK), F.col("message_key").alias(order.GROUP_POSITION),
+                 F.col("message_key").alias(order.POSITION), "tenant_id", "name", "correlation_key", "ttl_ms",
+                 F.col("duplicate_of").isNull().alias("accepted"), "variables"))
+    opened = F.col("kind") == order.SUBSCRIPTION_OPENED
+    # rule 3's group: the opens of one element instance at one instant (all in one key group)
+    group = Window.partitionBy("_part", "element_instance_key", order.TIME)
     w = (routed_events.withColumn("_part", _part())
-         .withColumn("t", millis("timestamp"))
-         .withColumn("kind", kind)
-         .withColumn("rank", F.lit(0))
-         .withColumn("grp", F.when(F.col("kind") == "O", F.min("position").over(group.orderBy()))
-                     .otherwise(F.col("position"))))
+         .withColumn(order.TIME, millis("timestamp"))
+         .withColumn("kind", F.col("type"))
+         .withColumn(order.RANK, F.lit(order.WORKFLOW_RANK))
+         .withColumn(order.GROUP_POSITION, F.when(opened, F.min(F.when(opened, F.col(order.POSITION))).over(group))
+                     .otherwise(F.col(order.POSITION))))
     return m.unionByName(w.select(*[c for c in ENGINE_COLUMNS if c in w.columns]), allowMissingColumns=True) \
         .select(*ENGINE_COLUMNS)
 
@@ -44,10 +46,10 @@ def engine_input(messages: DataFrame, routed_events: DataFrame) -> DataFrame:
 def deployments_by_tenant(deployments: DataFrame) -> dict[str, list[dict]]:
     """Every deployment, per tenant, in the total order (small: collected to the driver)."""
     by_tenant: dict[str, list[dict]] = {}
-    rows = deployments.select("tenant_id", millis("deployed_at").alias("t"), "position", "bpmn_process_id",
+    rows = deployments.select("tenant_id", millis("deployed_at").alias(order.TIME), order.POSITION, "bpmn_process_id",
                               "process_version", "message_start_events").collect()
-    for row in sorted(rows, key=lambda r: (r["t"], r["position"])):
-        by_tenant.setdefault(row["tenant_id"], []).append(row.asDict())
+    for row in sorted((row.asDict() for row in rows), key=order.deployment_sort_key):
+        by_tenant.setdefault(row["tenant_id"], []).append(row)
     return by_tenant
 
 
@@ -64,7 +66,7 @@ def run_engine(events: DataFrame, deployments: dict[str, list[dict]]) -> DataFra
         for row in out["message_started_instances"]:
             yield {"instance": row}
 
-    return sequential_pass(events, "_part", ["t", "rank", "grp", "position"], ENGINE_OUT, per_partition)
+    return sequential_pass(events, "_part", list(order.SORT_COLUMNS), ENGINE_OUT, per_partition)
 
 
 def gold_tables(engine_out: DataFrame, silver_messages: DataFrame, as_of_millis: int) -> dict[str, DataFrame]:
@@ -88,7 +90,7 @@ def gold_tables(engine_out: DataFrame, silver_messages: DataFrame, as_of_millis:
 def at_as_of(messages: DataFrame, as_of_millis: int | None) -> DataFrame:
     """Gold messages with `as_of` and their status at that time (semantics rule 23)."""
     return (messages.withColumn("as_of", F.timestamp_millis(F.lit(as_of_millis)))
-            .withColumn("status", F.expr(render("message_status", as_of="as_of"))))
+            .withColumn("status", F.expr(render("message_status"))))
 
 
 def messages_at(messages: DataFrame, as_of_millis: int, rows: DataFrame | None = None,

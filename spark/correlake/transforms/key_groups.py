@@ -1,15 +1,15 @@
-"""Partitioning of the problem: which records the engine must see together.
+"""Key groups: which records the engine must see together (one engine partition each).
 
 The unit is `(tenant_id, correlation_key)`. Two keys are linked, and fall in one
-partition (a *group*, labelled by its smallest key), when one can act on the other
+*key group* (labelled by its smallest key), when one can act on the other
 through the engine: subscriptions of one owner element instance with different
 keys (sibling closing, owner left), and subscriptions inside a message-started
 instance whose start message has another key (held instance ends).
 
-Groups are kept as a table of `(tenant_id, correlation_key, label)` rows, one per key
-that is not its own group's label (every other key is its own label); `grow_groups`
-updates it from the links that new records bring, so no run recomputes them from
-the whole history.
+Key groups are kept as a table of `(tenant_id, correlation_key, label)` rows, one per key
+that is not its own key group's label (every other key is its own label);
+`grow_key_groups` updates it from the links that new records bring, so no run recomputes
+them from the whole history. ("Group" alone is rule 3's group of opens.)
 """
 
 from __future__ import annotations
@@ -17,18 +17,17 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from correlake.semantics.engine import START_PREFIX
+from correlake.semantics.start_events import started_message_key_sql
 from correlake.contract.schemas import SCOPE
 
 MAX_ROUNDS = 64  # of `_components`: it takes about log2 of the longest chain of links
 NEIGHBOUR_ROUNDS = 3  # its first rounds, the cheaper kind
 
 
-def started_message_key(instance_key):
-    """The message position inside `msg-start:{process}:{message_key}`, else null (also
-    for a producer's key of that reserved form that no message position fits)."""
-    return F.when(instance_key.startswith(START_PREFIX),
-                  F.regexp_extract(instance_key, r":(-?\d+)$", 1).try_cast("bigint"))
+def started_message_key(instance_key: str):
+    """The message position inside the start instance key in column `instance_key` (rule 20),
+    else null (also for a producer's key of that reserved form that no message position fits)."""
+    return F.expr(started_message_key_sql(instance_key))
 
 
 def owner_links(opens: DataFrame) -> DataFrame:
@@ -42,7 +41,7 @@ def owner_links(opens: DataFrame) -> DataFrame:
 def started_links(opens: DataFrame, messages: DataFrame) -> DataFrame:
     """(tenant_id, a, b): a subscription's key and the key of the message that started its instance."""
     return (opens.select("tenant_id", "correlation_key",
-                         started_message_key(F.col("process_instance_key")).alias("message_key"))
+                         started_message_key("process_instance_key").alias("message_key"))
             .where(F.col("message_key").isNotNull())
             .join(messages.select("tenant_id", "message_key", F.col("correlation_key").alias("b")),
                   ["tenant_id", "message_key"])
@@ -56,7 +55,7 @@ def _components(edges: DataFrame) -> DataFrame:
     Every node has a parent, a node of its component no larger than itself; when a round
     changes no parent, every node's parent is its component's smallest node. The first
     rounds pass the smallest parent among a node's neighbours (enough for the small
-    groups of most runs: two rounds); later ones are FastSV's (Zhang, Azad and Hu,
+    key groups of most runs: two rounds); later ones are FastSV's (Zhang, Azad and Hu,
     2020), in which whole trees merge and halve in height, so that a chain of n links
     takes about log2(n) rounds (100,000 links: 19) rather than n."""
     edges = edges.unionByName(edges.select("tenant_id", F.col("b").alias("a"), F.col("a").alias("b"))) \
@@ -109,16 +108,16 @@ def _without_estimate(df: DataFrame) -> DataFrame:
     return DataFrame(spark._jsparkSession.createDataFrame(checkpoint.rdd(), checkpoint.schema()), spark)
 
 
-def grow_groups(groups: DataFrame, links: DataFrame) -> DataFrame:
-    """The rows of the group table that `links` (tenant_id, a, b) add or change.
+def grow_key_groups(key_groups: DataFrame, links: DataFrame) -> DataFrame:
+    """The rows of the key group table that `links` (tenant_id, a, b) add or change.
 
-    Groups only merge: every group a link touches joins the group of the smallest
-    label among them, and its keys (its label included) get that label.
+    Key groups only merge: every key group a link touches joins the key group of the
+    smallest label among them, and its keys (its label included) get that label.
     """
     links = links.where(F.col("a") != F.col("b"))
     keys = links.select("tenant_id", F.col("a").alias("correlation_key")).unionByName(
         links.select("tenant_id", F.col("b").alias("correlation_key"))).distinct()
-    labels = with_label(keys, groups)
+    labels = with_label(keys, key_groups)
     label_of = lambda side: labels.select(  # noqa: E731
         "tenant_id", F.col("correlation_key").alias(side), F.col("label").alias(f"l{side}"))
     merged = (links.join(label_of("a"), ["tenant_id", "a"]).join(label_of("b"), ["tenant_id", "b"])
@@ -126,29 +125,29 @@ def grow_groups(groups: DataFrame, links: DataFrame) -> DataFrame:
               .where(F.col("a") != F.col("b")).distinct())
     moved = _components(merged).where(F.col("node") != F.col("root"))
     roots = moved.select("tenant_id", F.col("node").alias("correlation_key"), F.col("root").alias("label"))
-    members = (groups.join(moved.withColumnRenamed("node", "label"), ["tenant_id", "label"])
+    members = (key_groups.join(moved.withColumnRenamed("node", "label"), ["tenant_id", "label"])
                .select("tenant_id", "correlation_key", F.col("root").alias("label")))
     return roots.unionByName(members)
 
 
-def updated_groups(groups: DataFrame, changed: DataFrame) -> DataFrame:
-    """The group table with `changed` rows applied."""
-    return groups.join(changed, SCOPE, "left_anti").unionByName(changed)
+def updated_key_groups(key_groups: DataFrame, changed: DataFrame) -> DataFrame:
+    """The key group table with `changed` rows applied."""
+    return key_groups.join(changed, SCOPE, "left_anti").unionByName(changed)
 
 
-def with_label(df: DataFrame, groups: DataFrame) -> DataFrame:
-    """Add `label`, the group of the row's (tenant_id, correlation_key)."""
-    return (df.join(groups.withColumnRenamed("label", "_label"), SCOPE, "left")
+def with_label(df: DataFrame, key_groups: DataFrame) -> DataFrame:
+    """Add `label`, the key group of the row's (tenant_id, correlation_key)."""
+    return (df.join(key_groups.withColumnRenamed("label", "_label"), SCOPE, "left")
             .withColumn("label", F.coalesce(F.col("_label"), F.col("correlation_key")))
             .drop("_label"))
 
 
 def route_workflow_events(events: DataFrame, opens_labelled: DataFrame, messages_labelled: DataFrame) -> DataFrame:
-    """Workflow events (not deployments) with the `label` of every group they act on.
+    """Workflow events (not deployments) with the `label` of every key group they act on.
 
-    Opens go to their key's group; ELEMENT_LEFT to the groups of the owner's
+    Opens go to their key's key group; ELEMENT_LEFT to the key groups of the owner's
     subscriptions; INSTANCE_ENDED to those of the instance's subscriptions and, for a
-    message-started instance, to its start message's group.
+    message-started instance, to its start message's key group.
     """
     opens = events.where(F.col("type") == "SUBSCRIPTION_OPENED").join(
         opens_labelled.select("position", "label"), "position")
@@ -157,8 +156,8 @@ def route_workflow_events(events: DataFrame, opens_labelled: DataFrame, messages
     instances = opens_labelled.select("tenant_id", "process_instance_key", "label")
     ended = events.where(F.col("type") == "INSTANCE_ENDED")
     by_sub = ended.join(instances.distinct(), ["tenant_id", "process_instance_key"])
-    by_start = (ended.withColumn("message_key", started_message_key(F.col("process_instance_key")))
+    by_start = (ended.withColumn("message_key", started_message_key("process_instance_key"))
                 .join(messages_labelled.select("tenant_id", "message_key", "label"), ["tenant_id", "message_key"])
                 .drop("message_key"))
-    # One row per (event, label): only an end can reach one group both ways.
+    # One row per (event, label): only an end can reach one key group both ways.
     return opens.unionByName(left).unionByName(by_sub.unionByName(by_start).distinct())

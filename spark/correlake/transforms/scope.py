@@ -1,12 +1,12 @@
 """What a run recomputes: the key groups its new records touch, and their records.
 
-The key groups (`routing.py`) are kept in `silver/key_groups` and grown from the links
+The key groups (`key_groups.py`) are kept in `silver/key_groups` and grown from the links
 the new records bring. History comes from silver (`silver/messages`,
 `silver/workflow_events`): its key columns are read once and kept in memory for the
 lookups (whose joins with the run's small sets are then cheap to plan and run), and
-the full rows of the touched groups are fetched once at the end, so the costly work
-— rule 7, the engine, the restating MERGEs — is done for the touched groups only.
-With no group table yet (a first run, a rebuild, a lake from before it existed),
+the full rows of the touched key groups are fetched once at the end, so the costly work
+— rule 7, the engine, the restating MERGEs — is done for the touched key groups only.
+With no key group table yet (a first run, a rebuild, a lake from before it existed),
 every link of the records given is used.
 """
 
@@ -18,8 +18,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from correlake.transforms.hints import broadcast_if_small
-from correlake.transforms.key_groups import (grow_groups, owner_links, route_workflow_events, started_links, started_message_key,
-                      updated_groups, with_label)
+from correlake.transforms.key_groups import (grow_key_groups, owner_links, route_workflow_events, started_links,
+                                             started_message_key, updated_key_groups, with_label)
 from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, SCOPE
 from correlake.transforms.silver import accepted_messages
 
@@ -36,9 +36,9 @@ def _deployed():
 
 @dataclass
 class Recompute:
-    """A run's work: the group rows it adds or changes, the touched groups' keys
+    """A run's work: the key group rows it adds or changes, the touched key groups' keys
     (tenant_id, correlation_key, label), their silver messages and their routed workflow events."""
-    group_changes: DataFrame
+    key_group_changes: DataFrame
     scope: DataFrame
     messages: DataFrame
     routed: DataFrame
@@ -58,9 +58,9 @@ def _union(new: DataFrame, old: DataFrame | None) -> DataFrame:
 
 
 def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: DataFrame | None,
-              old_events: DataFrame | None, old_groups: DataFrame | None, deployments: DataFrame,
+              old_events: DataFrame | None, old_key_groups: DataFrame | None, deployments: DataFrame,
               redeployed: bool) -> Recompute:
-    """Plan the recomputation of every group that the new records can change.
+    """Plan the recomputation of every key group that the new records can change.
 
     `new_messages`: distinct new message records; `new_events`: new silver workflow
     events; `old_*`: what silver held before (None: nothing); `deployments`: every
@@ -71,35 +71,36 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
     messages = all_messages.select("position", *SCOPE, "name").localCheckpoint()
     events = all_events.select(*EVENT_KEYS).localCheckpoint()
     opens = events.where(_opened())
-    if old_messages is None and old_events is None:  # no history: every key is new, every group touched
-        changes, groups = _grown(None, _every_link(opens, messages))
+    if old_messages is None and old_events is None:  # no history: every key is new, every key group touched
+        changes, key_groups = _grown(None, _every_link(opens, messages))
         keys = messages.select(*SCOPE).unionByName(opens.select(*SCOPE))
-        scope = _scope(groups, with_label(keys, groups).select("tenant_id", "label").distinct().localCheckpoint())
-        groups_hint = broadcast_if_small(groups)
-        in_scope = lambda df: with_label(df, groups_hint(groups))  # noqa: E731  (the group table alone gives labels)
+        scope = _scope(key_groups, with_label(keys, key_groups).select("tenant_id", "label").distinct()
+                       .localCheckpoint())
+        key_groups_hint = broadcast_if_small(key_groups)
+        in_scope = lambda df: with_label(df, key_groups_hint(key_groups))  # noqa: E731  (the table alone gives labels)
         scoped = all_messages
     else:
         new_hint = broadcast_if_small(new_messages, new_events)
-        links = (_every_link(opens, messages) if old_groups is None
+        links = (_every_link(opens, messages) if old_key_groups is None
                  else _new_links(opens, messages, new_messages, new_events, new_hint))
-        changes, groups = _grown(old_groups, links)
-        scope = _scope(groups, _touched(new_messages, new_events, messages, opens, groups,
+        changes, key_groups = _grown(old_key_groups, links)
+        scope = _scope(key_groups, _touched(new_messages, new_events, messages, opens, key_groups,
                                         deployments if redeployed else None, new_hint).localCheckpoint())
         scope_hint = broadcast_if_small(scope)
         in_scope = lambda df: df.join(scope_hint(scope), SCOPE)  # noqa: E731  (adds label)
         scoped = all_messages.join(scope_hint(scope.select(*SCOPE)), SCOPE, "left_semi")
-    # Routing through the touched groups' opens and messages only gives exactly their events.
+    # Routing through the touched key groups' opens and messages only gives exactly their events.
     routed = (route_workflow_events(events.where(~_deployed()), in_scope(opens), in_scope(_keys(messages)))
               .select("position", "label").localCheckpoint())
     return Recompute(
-        group_changes=changes,
+        key_group_changes=changes,
         scope=scope,
         messages=accepted_messages(scoped),
         routed=all_events.join(broadcast_if_small(routed)(routed), "position"))
 
 
 def _every_link(opens: DataFrame, messages: DataFrame) -> DataFrame:
-    """The links of all the records given (no group table to start from)."""
+    """The links of all the records given (no key group table to start from)."""
     return owner_links(opens).unionByName(started_links(opens, _keys(messages)))
 
 
@@ -108,48 +109,48 @@ def _new_links(opens, messages, new_messages, new_events, new_hint) -> DataFrame
     say a message started, and new messages that started an instance already seen."""
     new_opens = new_events.where(_opened())
     owners = new_opens.select("tenant_id", "element_instance_key").distinct()
-    in_started = opens.where(started_message_key(F.col("process_instance_key")).isNotNull())
+    in_started = opens.where(started_message_key("process_instance_key").isNotNull())
     return (owner_links(opens.join(new_hint(owners), ["tenant_id", "element_instance_key"], "left_semi"))
             .unionByName(started_links(new_hint(new_opens), _keys(messages)))
             .unionByName(started_links(in_started, new_hint(_keys(new_messages)))))
 
 
-def _grown(old_groups: DataFrame | None, links: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(the group rows the links add or change, every group after them)."""
-    groups = (links.sparkSession.createDataFrame([], KEY_GROUPS) if old_groups is None
-              else old_groups.localCheckpoint())
-    changes = grow_groups(groups, links).localCheckpoint()
-    return changes, updated_groups(groups, changes).localCheckpoint()
+def _grown(old_key_groups: DataFrame | None, links: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(the key group rows the links add or change, every key group after them)."""
+    key_groups = (links.sparkSession.createDataFrame([], KEY_GROUPS) if old_key_groups is None
+                  else old_key_groups.localCheckpoint())
+    changes = grow_key_groups(key_groups, links).localCheckpoint()
+    return changes, updated_key_groups(key_groups, changes).localCheckpoint()
 
 
-def _scope(groups: DataFrame, touched: DataFrame) -> DataFrame:
-    """(tenant_id, correlation_key, label) of every key of the touched groups (a key in no
-    group yet is its own group)."""
-    return (groups.join(broadcast_if_small(touched)(touched), ["tenant_id", "label"], "left_semi")
+def _scope(key_groups: DataFrame, touched: DataFrame) -> DataFrame:
+    """(tenant_id, correlation_key, label) of every key of the touched key groups (a key in
+    no key group yet is its own)."""
+    return (key_groups.join(broadcast_if_small(touched)(touched), ["tenant_id", "label"], "left_semi")
             .unionByName(touched.select("tenant_id", F.col("label").alias("correlation_key"), "label"))
             .distinct().localCheckpoint())
 
 
-def _touched(new_messages, new_events, messages, opens, groups, deployments, new_hint) -> DataFrame:
-    """(tenant_id, label) of every group the new records can change: their keys' groups, the
-    groups of the subscriptions (and start messages) new workflow events act on, and, for new
-    deployments, the groups of messages named by the process's start events, old or new.
+def _touched(new_messages, new_events, messages, opens, key_groups, deployments, new_hint) -> DataFrame:
+    """(tenant_id, label) of every key group the new records can change: their keys' key groups,
+    the key groups of the subscriptions (and start messages) new workflow events act on, and, for
+    new deployments, the key groups of messages named by the process's start events, old or new.
     `new_hint`: the hint for frames of the new records, joined with the history."""
     acting = new_events.where(~_deployed())
     near = (opens.join(new_hint(acting.select("tenant_id", "element_instance_key").distinct()),
                        ["tenant_id", "element_instance_key"], "left_semi")
             .unionByName(opens.join(new_hint(acting.select("tenant_id", "process_instance_key").distinct()),
                                     ["tenant_id", "process_instance_key"], "left_semi")))
-    starters = acting.select("tenant_id", started_message_key(F.col("process_instance_key")).alias("position"))
+    starters = acting.select("tenant_id", started_message_key("process_instance_key").alias("position"))
     started = messages.join(new_hint(starters.where(F.col("position").isNotNull())), ["tenant_id", "position"],
                             "left_semi")
-    touched = (with_label(new_messages.select(*SCOPE), groups).select("tenant_id", "label")
-               .unionByName(route_workflow_events(acting, with_label(near, groups),
-                                                  with_label(_keys(started), groups)).select("tenant_id", "label")))
+    touched = (with_label(new_messages.select(*SCOPE), key_groups).select("tenant_id", "label")
+               .unionByName(route_workflow_events(acting, with_label(near, key_groups),
+                                                  with_label(_keys(started), key_groups)).select("tenant_id", "label")))
     if deployments is not None:
         deployed = new_events.where(_deployed()).select("tenant_id", "bpmn_process_id")
         names = (deployments.join(deployed, ["tenant_id", "bpmn_process_id"], "left_semi")
                  .select("tenant_id", F.explode("message_start_events").alias("name")))
         named = messages.join(new_hint(names), ["tenant_id", "name"], "left_semi").select(*SCOPE)
-        touched = touched.unionByName(with_label(named, groups).select("tenant_id", "label"))
+        touched = touched.unionByName(with_label(named, key_groups).select("tenant_id", "label"))
     return touched.distinct()

@@ -13,8 +13,8 @@ from pyspark.sql.types import StructType
 BATCH_ROWS = 20_000
 
 
-def groups(batches: Iterable[pa.RecordBatch], key: str) -> Iterator[tuple[object, list[dict]]]:
-    """Consecutive rows with equal `key`, across batch boundaries."""
+def by_key(batches: Iterable[pa.RecordBatch], key: str) -> Iterator[tuple[object, list[dict]]]:
+    """`(key value, rows)` for each run of consecutive rows with equal `key`, across batch boundaries."""
     current, rows = None, []
     for batch in batches:
         for row in batch.to_pylist():
@@ -40,8 +40,8 @@ def to_batches(rows: Iterable[dict], schema: pa.Schema) -> Iterator[pa.RecordBat
 
 
 def sequential_pass(df: DataFrame, key: str, order: list[str], out_schema: StructType,
-                    per_group: Callable[[object, list[dict]], Iterable[dict]]) -> DataFrame:
-    """Apply `per_group(key_value, sorted_rows)` to each group of `key`.
+                    per_key: Callable[[object, list[dict]], Iterable[dict]]) -> DataFrame:
+    """Apply `per_key(key_value, sorted_rows)` to the rows of each value of `key`.
 
     Rows of one key reach one Python worker, sorted by `order`; the function's
     dicts become rows of `out_schema`.
@@ -49,7 +49,7 @@ def sequential_pass(df: DataFrame, key: str, order: list[str], out_schema: Struc
     arrow_schema = to_arrow_schema(out_schema)
 
     def run(batches):
-        outputs = (out for k, rows in groups(batches, key) for out in per_group(k, rows))
+        outputs = (out for k, rows in by_key(batches, key) for out in per_key(k, rows))
         yield from to_batches(outputs, arrow_schema)
 
     return (df.repartition(key)

@@ -1,9 +1,9 @@
 """Silver: distinct records in engine-ready shape, message uniqueness (rule 7)
-and the current message start events per process (rule 18)."""
+and the deployments (rule 18)."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from correlake.semantics.uniqueness import dedup_messages
@@ -59,16 +59,18 @@ def workflow_events(events: DataFrame) -> DataFrame:
     return events.drop("raw", "_record_hash", "_is_replay", "_source_file", "_line", "_ingested_at", "_run_id")
 
 
+DEPLOYMENT_COLUMNS = ["tenant_id", "bpmn_process_id", "process_version", "message_start_events", "deployed_at",
+                      "position"]
+
+
 def deployed(events: DataFrame) -> DataFrame:
-    """The PROCESS_DEPLOYED records among `events`, as deployment rows."""
+    """The PROCESS_DEPLOYED records among `events`, as deployment rows (silver/deployments).
+    Which one counts at each point of the order (rule 18) is the engine's `Deployments`."""
     return (events.where(F.col("type") == "PROCESS_DEPLOYED")
-            .select("tenant_id", "bpmn_process_id", "process_version", "message_start_events",
-                    F.col("timestamp").alias("deployed_at"), "position"))
+            .select(*DEPLOYMENT_COLUMNS[:-2], F.col("timestamp").alias("deployed_at"), "position"))
 
 
-def deployments(rows: DataFrame) -> DataFrame:
-    """Every deployment, `is_current` on the last one per (tenant, process) in the total order."""
-    w = Window.partitionBy("tenant_id", "bpmn_process_id").orderBy(F.desc("deployed_at"), F.desc("position"))
-    return (rows.select("tenant_id", "bpmn_process_id", "process_version", "message_start_events", "deployed_at",
-                        "position")
-            .withColumn("is_current", F.row_number().over(w) == 1))
+def deployments(new: DataFrame, old: DataFrame | None) -> DataFrame:
+    """Every deployment: `old` rows (silver/deployments; of older lakes, their columns only)
+    and `new` ones."""
+    return new if old is None else old.select(*DEPLOYMENT_COLUMNS).unionByName(new)
