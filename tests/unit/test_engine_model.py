@@ -61,10 +61,9 @@ def statuses(messages: list[dict], duplicate_of: dict, correlations: list[dict],
 
     rows = ", ".join(f"({m['position']}, {sql(duplicate_of[m['position']])}, "
                      f"{sum(c['message_key'] == m['position'] for c in correlations)}, {m['ttl_ms']}, "
-                     f"{m['published_at'] + m['ttl_ms']})" for m in messages)
-    status = render("message_status", as_of=str(as_of))
-    return dict(DB.execute(f"SELECT message_key, {status} FROM (VALUES {rows}) "
-                           "AS m(message_key, duplicate_of, correlation_count, ttl_ms, deadline)").fetchall())
+                     f"{m['published_at'] + m['ttl_ms']}, {as_of})" for m in messages)
+    return dict(DB.execute(f"SELECT message_key, {render('message_status')} FROM (VALUES {rows}) "
+                           "AS m(message_key, duplicate_of, correlation_count, ttl_ms, deadline, as_of)").fetchall())
 
 
 @seed(SEED)
