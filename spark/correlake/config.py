@@ -6,6 +6,8 @@ Environment variables:
   CORRELAKE_SPARK_MASTER    Spark master (default: local[*])
   CORRELAKE_SPARK_CONF      extra Spark conf, "k1=v1,k2=v2"
   CORRELAKE_SHUFFLE_PARTITIONS, CORRELAKE_DRIVER_MEMORY
+  CORRELAKE_JAVA_OPTIONS    extra options of the driver's JVM (e.g. -XX:TieredStopAtLevel=1 for a
+                            short-lived process: less JIT work for a single run)
   CORRELAKE_MAX_QUARANTINE_RATIO   default gate threshold (0.01)
   CORRELAKE_DRIVER          socket of a long-lived driver (`correlake serve`) to run on
 """
@@ -110,6 +112,7 @@ class SparkSettings:
     # the heap; the JVM's resident memory is about 0.6 GB more (metaspace, code cache, Arrow buffers)
     driver_memory: str = field(default_factory=lambda: _env("CORRELAKE_DRIVER_MEMORY", "3g"))
     extra_conf: dict = field(default_factory=lambda: parse_conf(_env("CORRELAKE_SPARK_CONF", "")))
+    java_options: str = field(default_factory=lambda: _env("CORRELAKE_JAVA_OPTIONS", ""))
 
 
 def parse_conf(text: str) -> dict:
