@@ -21,14 +21,26 @@ def spark():
 
 
 @pytest.fixture(scope="session")
-def demo_lake(spark, tmp_path_factory):
-    """A lake from one real pipeline run over an hour of the demo landing (the analyst tests read it)."""
-    from correlake.run import pipeline
-    from correlake.samples.demo import write_demo_landing
+def demo_run(spark, tmp_path_factory):
+    """One `correlake demo --hours 1` (the README's main job): (its folder, exit code, its
+    output). test_demo.py checks that output; the analyst tests read its lake (demo_lake)."""
+    import contextlib
+    import io
 
-    root = tmp_path_factory.mktemp("demo")
-    write_demo_landing(root / "landing", hours=1)
-    pipeline.run(spark, str(root / "landing"), str(root / "lake"))
+    from correlake.interfaces import cli
+
+    root = tmp_path_factory.mktemp("demo").resolve()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli.main(["demo", "--dir", str(root), "--hours", "1"])
+    return root, code, out.getvalue()
+
+
+@pytest.fixture(scope="session")
+def demo_lake(demo_run):
+    """The lake of one real pipeline run over an hour of the demo landing (the analyst tests read it)."""
+    root, code, out = demo_run
+    assert code == 0, out
     return str(root / "lake")
 
 
@@ -100,17 +112,26 @@ SMALL_DEMO = {"hours": 1, "orders_per_hour": 30}  # the landing of the Airflow t
 
 
 @pytest.fixture(scope="session")
-def small_demo_gold(spark, tmp_path_factory):
-    """The gold of `correlake run` over the SMALL_DEMO landing (sorted rows): what each
-    Airflow run of that landing must give."""
+def small_demo(spark, tmp_path_factory):
+    """The SMALL_DEMO landing and the lake of one `correlake run` over it, in this process:
+    (landing, lake). Read only: the driver's and the Airflow tests compare their runs' gold
+    with it, and run over that landing into lakes of their own."""
     from correlake.interfaces import cli
     from correlake.samples.demo import write_demo_landing
-    from helpers import sorted_gold
 
     root = tmp_path_factory.mktemp("small_demo")
     write_demo_landing(root / "landing", **SMALL_DEMO)
     assert cli.main(["run", "--landing", str(root / "landing"), "--lake", str(root / "lake")]) == 0
-    return sorted_gold(spark, str(root / "lake"))
+    return root / "landing", str(root / "lake")
+
+
+@pytest.fixture(scope="session")
+def small_demo_gold(spark, small_demo):
+    """The gold of `correlake run` over the SMALL_DEMO landing (sorted rows): what each
+    Airflow run of that landing must give."""
+    from helpers import sorted_gold
+
+    return sorted_gold(spark, small_demo[1])
 
 
 @pytest.fixture(scope="session")

@@ -23,30 +23,41 @@ DAG_FILES = [str(Path(__file__).resolve().parents[2] / "dags" / f"{name}.py")
              for name in ("correlake_hourly", "correlake_maintenance")]
 TASKS = ["prepare", "bronze", "gate_bronze", "silver", "gate_silver", "gold", "gate_gold", "publish", "stats"]
 
+# what the DAG files may import beyond what `import airflow.sdk` loads: the standard library,
+# Airflow's own modules and what they load lazily for the names the files use (croniter:
+# the cron timetables; packaging: the task decorator's provider), and these correlake
+# modules, of the standard library only
+LIGHT = ("correlake", "correlake.config", "correlake.contract", "correlake.contract.parsing",
+         "correlake.interfaces", "correlake.interfaces.airflow_dags")
+AIRFLOW_LAZY = {"airflow", "croniter", "packaging"}
+
 IMPORT_PROBE = f"""
 import importlib.util, json, sys, time
 start = time.perf_counter()
 import airflow.sdk
 sdk = time.perf_counter()
+before = set(sys.modules)
 for n, path in enumerate({DAG_FILES!r}):
     spec = importlib.util.spec_from_file_location(f"dag{{n}}", path)
     spec.loader.exec_module(importlib.util.module_from_spec(spec))
 end = time.perf_counter()
-light = ("correlake", "correlake.config", "correlake.contract", "correlake.contract.parsing",
-         "correlake.interfaces", "correlake.interfaces.airflow_dags")  # standard library only
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("pyspark", "great_expectations", "correlake", "pandas")
-               and m not in light)
-print(json.dumps({{"total": end - start, "dag_file": end - sdk, "heavy": heavy}}))
+               and m not in {LIGHT!r})
+new = sorted(set(sys.modules) - before)
+print(json.dumps({{"total": end - start, "dag_file": end - sdk, "heavy": heavy, "new": new}}))
 """
 
 
-def test_dag_files_import_fast_and_without_spark_or_gx():
+def test_dag_files_import_only_the_standard_library_airflow_and_light_correlake_modules():
+    """Deterministic, not timed: what makes a DAG file slow to parse is what it imports (how
+    fast it parses is a benchmark's concern; the times are printed here for information)."""
     out = subprocess.run([sys.executable, "-c", IMPORT_PROBE], check=True, capture_output=True, text=True).stdout
     probe = json.loads(out.strip().splitlines()[-1])
     print(f"DAG import: {probe['total']:.2f} s in all, {probe['dag_file']:.2f} s for the DAG files themselves")
     assert probe["heavy"] == []
-    assert probe["dag_file"] < 2.0  # the files themselves, beyond importing airflow.sdk
-    assert probe["total"] < 30.0  # Airflow's default dagbag_import_timeout
+    new = {m.split(".")[0] for m in probe["new"]} - set(sys.stdlib_module_names)
+    assert new - {"correlake"} <= AIRFLOW_LAZY, new
+    assert sorted(m for m in probe["new"] if m.split(".")[0] == "correlake") == sorted(LIGHT)
 
 
 def test_dagbag_loads_the_dag_with_its_schedule_params_retries_and_assets(correlake_dag):

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import AIRFLOW_BIN, SMALL_DEMO, airflow_env
-from correlake.samples.demo import write_demo_landing
+from conftest import AIRFLOW_BIN, airflow_env
 from helpers import free_port, sorted_gold
 from test_airflow_dag import TASKS
 
@@ -61,11 +60,10 @@ def postgres():
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_the_dag_runs_with_its_metadata_in_postgresql(spark, postgres, served, small_demo_gold, tmp_path):
+def test_the_dag_runs_with_its_metadata_in_postgresql(spark, postgres, served, small_demo, small_demo_gold, tmp_path):
     import psycopg2
 
-    landing, lake, home = tmp_path / "landing", tmp_path / "lake", tmp_path / "airflow_home"
-    write_demo_landing(landing, **SMALL_DEMO)
+    landing, lake, home = small_demo[0], tmp_path / "lake", tmp_path / "airflow_home"  # the landing: read only
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "CORRELAKE_DRIVER"}
     env.update({
         **airflow_env(home),

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from correlake.run import driver, pipeline
-from correlake.samples.demo import write_demo_landing
+from correlake.config import validation_results_dir
+from correlake.run import driver
 from correlake.quality.gates import GateFailed
 from helpers import sorted_gold, start_driver
 
@@ -29,12 +29,9 @@ CORRELAKE = str(Path(sys.executable).with_name("correlake"))
 
 
 @pytest.fixture(scope="module")
-def landing_and_local_lake(spark, tmp_path_factory):
-    """A small demo landing and the lake of an in-process run over it."""
-    root = tmp_path_factory.mktemp("driver_landing")
-    write_demo_landing(root / "landing", hours=1, orders_per_hour=30)
-    pipeline.run(spark, str(root / "landing"), str(root / "local_lake"))
-    return root / "landing", str(root / "local_lake")
+def landing_and_local_lake(small_demo):
+    """A small demo landing and the lake of an in-process run over it (the session's)."""
+    return small_demo
 
 
 def _cli(socket: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -100,10 +97,13 @@ def test_a_caller_gone_mid_call_stops_its_call_and_the_driver_serves_on(served, 
     lake = tmp_path / "lake"
     caller = subprocess.Popen([CORRELAKE, "run", "--landing", str(landing), "--lake", str(lake)],
                               env={**os.environ, "CORRELAKE_DRIVER": str(socket)})
-    deadline = time.time() + 120
-    while not (lake / "_state" / "lock").exists() and time.time() < deadline:
-        time.sleep(0.1)
-    time.sleep(2)  # the driver is running the call
+    deadline = time.time() + 300
+    # the driver is running the call: it holds the lake's lock and its bronze gate has passed
+    # (that validation is in the lake), silver and gold are still to come
+    while not ((lake / "_state" / "lock").exists() and any(validation_results_dir(lake).rglob("*.json"))) \
+            and caller.poll() is None and time.time() < deadline:
+        time.sleep(0.05)
+    assert caller.poll() is None and (lake / "_state" / "lock").exists(), "the call did not get under way"
     caller.kill()
     caller.wait()
     while "went away" not in log.read_text() and time.time() < deadline:

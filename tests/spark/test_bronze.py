@@ -104,8 +104,11 @@ def test_rerun_with_nothing_new_is_a_noop(mixed):
     assert result.nothing_new and versions(lake_dir) == before
 
 
-def test_later_run_replays_and_conflicts_against_bronze(mixed):
-    spark, landing, lake_dir, _ = mixed
+def test_later_run_replays_and_conflicts_against_bronze(mixed, tmp_path):
+    """On a copy of the module's lake, whose other tests read it as the one run left it; its
+    landing holds the later file alone (the lake's files, ingested, are not read again anyway)."""
+    spark, _, lake_dir, _ = mixed
+    landing, lake_dir = tmp_path / "landing", str(shutil.copytree(lake_dir, tmp_path / "lake"))
     write_jsonl(landing / "messages" / "later.jsonl", [m(3), m(4, key="changed"), m(9)])
     result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
     assert result.replays == 1

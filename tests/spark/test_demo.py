@@ -7,9 +7,11 @@ from correlake.interfaces import cli
 from correlake.config import table_path
 
 
-def test_demo_runs_end_to_end_and_reruns_as_a_noop(spark, tmp_path, capsys):
-    assert cli.main(["demo", "--dir", str(tmp_path), "--hours", "1"]) == 0
-    out = capsys.readouterr().out
+def test_demo_runs_end_to_end_and_reruns_as_a_noop(spark, demo_run, capsys):
+    """The demo is the session's (conftest.py), whose lake the analyst tests read: what follows
+    here changes nothing of it."""
+    tmp_path, code, out = demo_run
+    assert code == 0
     assert "correlake run" in out and "gold:" in out and "to order (START)" in out
     assert f"demo lake: {tmp_path / 'lake'} (its views: ./correlake sql --lake" in out
     correlations = spark.read.format("delta").load(table_path(tmp_path / "lake", "correlations"))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import threading
+import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -79,34 +81,55 @@ def test_validations_and_their_pages_outlive_the_process_until_maintenance_remov
     assert len(set(indexed())) == 2 and not failed.exists()
 
 
-HOLD = """import fcntl, os, sys, time
+HOLD = """import fcntl, os, sys
 from pathlib import Path
 fd = os.open(sys.argv[1], os.O_CREAT | os.O_RDWR)
 fcntl.flock(fd, fcntl.LOCK_EX)
 print("held", flush=True)
-deadline = time.monotonic() + 6
-while time.monotonic() < deadline and not any(Path(sys.argv[2]).rglob("*.json")):
-    time.sleep(0.05)
+sys.stdin.readline()  # until the test has seen the gate wait for the guard
 print(len(list(Path(sys.argv[2]).rglob("*.json"))), flush=True)
 """
 
 
+def _flock_waiters(path: Path) -> int:
+    """How many `flock`s wait for `path` (the kernel's /proc/locks lists each waiter with "->")."""
+    inode = f":{path.stat().st_ino} "
+    return sum(1 for line in Path("/proc/locks").read_text().splitlines() if "->" in line and inode in line)
+
+
 def test_a_gate_waits_while_another_process_writes_the_lakes_data_docs(spark, tmp_path):
     """GX's index build deletes the pages of results it did not list, so the lake's results
-    and Data Docs are written by one process at a time: while another process holds them
-    (6 s here), a gate writes nothing."""
+    and Data Docs are written by one process at a time: while another process holds them,
+    a gate waits for them (seen in the kernel's lock table) and writes nothing; it writes
+    once they are released."""
     messages = frame(spark, [(1, "t", "k", T, 10)], "position bigint, tenant_id string, correlation_key string, "
                      "published_at timestamp, ttl_ms bigint")
     events = frame(spark, [], "position bigint, tenant_id string, type string, timestamp timestamp, "
                               "element_type string, correlation_key string")
     lake_dir, results = str(tmp_path), validation_results_dir(tmp_path)
-    gates._context(lake_dir)  # made before (GX's import, the suites' pages): the gate alone is timed
+    gates._context(lake_dir)  # made before (GX's import, the suites' pages)
     guard = data_docs_dir(tmp_path).parent / "docs.guard"
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(guard), str(results)], stdout=subprocess.PIPE,
-                              text=True)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(guard), str(results)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
     assert holder.stdout.readline() == "held\n"
-    gates.check("bronze", gates.bronze_frames(messages, events), lake_dir)
-    assert holder.communicate(timeout=10)[0] == "0\n"  # written while it held the guard: none
+    failures = []
+
+    def gate():
+        try:
+            gates.check("bronze", gates.bronze_frames(messages, events), lake_dir)
+        except BaseException as exc:  # for the test's own thread
+            failures.append(exc)
+
+    thread = threading.Thread(target=gate)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not _flock_waiters(guard) and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _flock_waiters(guard) == 1, failures  # the gate waits for the guard ...
+    assert thread.is_alive() and not list(results.rglob("*.json"))  # ... having written nothing
+    assert holder.communicate("go\n", timeout=60)[0] == "0\n"  # written while it held the guard: none
+    thread.join(120)
+    assert not thread.is_alive() and failures == []
     assert len(list(results.rglob("*.json"))) == 1
     assert len(list(data_docs_dir(tmp_path).glob("validations/bronze/*/*/*.html"))) == 1
 
