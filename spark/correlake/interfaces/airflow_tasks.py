@@ -22,7 +22,8 @@ from correlake.config import AIRFLOW_LOCK_WAIT_SECONDS, demo_dir, state_dir, tab
 from correlake.run.driver import call
 from correlake.quality.gates import GateFailed
 from correlake.errors import UsageError
-from correlake.lake.tables import UnreadableJournal, require_bronze, require_folder
+from correlake.lake.journal import UnreadableJournal
+from correlake.lake.tables import require_bronze, require_folder
 from correlake.lake.landing import check_locations, unread_warning
 from correlake.lake.maintenance import summary as maintenance_summary
 from correlake.contract.parsing import BadRecord, parse_time

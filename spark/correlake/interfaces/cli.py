@@ -66,7 +66,8 @@ def cmd_run(args) -> int:
 
     from correlake.run import driver
     from correlake.quality.gates import GateFailed
-    from correlake.lake.tables import LakeBusy, check_free, require_bronze
+    from correlake.lake.lock import LakeBusy, check_free
+    from correlake.lake.tables import require_bronze
 
     rebuild = args.command == "rebuild"
     if rebuild:
@@ -174,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
         return _stopped(exc)
     except Exception as exc:  # set-up, driver and machine problems surface as a clear error, not a traceback
         from correlake.run.driver import DriverError, RemoteError
-        from correlake.lake.tables import UnreadableJournal
+        from correlake.lake.journal import UnreadableJournal
         from correlake.session import SetupError
 
         if interrupt := _interrupt(exc):  # raised while it rolled back (a JVM stopped by the same signal)

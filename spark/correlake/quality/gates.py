@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
 from correlake.config import DATA_DOCS_INDEX_VALIDATIONS, data_docs_dir, expectations_dir, validation_results_dir
-from correlake.lake.tables import flocked
+from correlake.lake.files import flocked
 
 
 class GateFailed(RuntimeError):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from correlake.lake import tables as lake
+from correlake.lake.lock import run_lock
 from correlake.config import STAGES
 from correlake.run.result import RunResult
 from correlake.session import release
@@ -24,7 +24,7 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
         dry_run: bool = False) -> RunResult:
     """Ingest what is new in `landing` (or, to rebuild, recompute silver and gold from
     bronze) and bring silver and gold up to date; with `dry_run`, stop after the gates."""
-    with lake.run_lock(lake_dir, wait_seconds):
+    with run_lock(lake_dir, wait_seconds):
         staged = StagedRun.prepare(spark, landing, lake_dir, lambda _: MemoryStore(), as_of=as_of,
                                    max_quarantine_ratio=max_quarantine_ratio, rebuild=rebuild, dry_run=dry_run)
         if isinstance(staged, RunResult):

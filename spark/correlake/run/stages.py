@@ -15,7 +15,6 @@ import math
 import shutil
 import time
 import uuid
-from contextlib import contextmanager
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -23,6 +22,8 @@ from pyspark.sql import functions as F
 from correlake.transforms import bronze, gold, scope, silver
 from correlake.quality import gates
 from correlake.lake import tables as lake
+from correlake.lake.journal import journalled, rollback
+from correlake.lake.lock import run_lock
 from correlake.config import (AIRFLOW_LOCK_WAIT_SECONDS, GOLD_TABLES, STAGED_RUN_MAX_AGE_SECONDS, STREAMS, TABLES,
                      default_max_quarantine_ratio, table_path)
 from correlake.quality.gates import GateFailed
@@ -71,7 +72,7 @@ class StagedRun:
         statuses if `as_of` moved (a dry run only says it would).
         The caller holds the lake's lock.
         """
-        rolled_back = lake.rollback(spark, lake_dir)
+        rolled_back = rollback(spark, lake_dir)
         last = _last_run(spark, lake_dir)
         files = [] if rebuild else new_files(landing, _ingested(spark, lake_dir))
         if not files and not rebuild:
@@ -213,7 +214,7 @@ class StagedRun:
         if moved:
             raise LakeMoved(f"the lake changed since run {self.run_id} was prepared (tables {sorted(moved)}); "
                             "this run was not published: start a new one")
-        with _journalled(self.spark, self.lake_dir, self.run_id):
+        with journalled(self.spark, self.lake_dir, self.run_id):
             self._timed("write", self._write)
         self.discard()
         return self.result
@@ -282,7 +283,7 @@ def prepare(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int 
             wait_seconds: float = AIRFLOW_LOCK_WAIT_SECONDS) -> str | RunResult:
     """Plan a staged run; its id, or the `nothing_new` result when there is nothing new."""
     _forget_old_staged_runs(lake_dir)
-    with lake.run_lock(lake_dir, wait_seconds):
+    with run_lock(lake_dir, wait_seconds):
         staged = StagedRun.prepare(spark, landing, lake_dir,
                                    lambda run_id: DiskStore(staged_runs_dir(lake_dir) / run_id), as_of=as_of,
                                    max_quarantine_ratio=max_quarantine_ratio, rebuild=rebuild, dry_run=dry_run)
@@ -300,8 +301,8 @@ def check(spark: SparkSession, lake_dir: str, run_id: str, gate: str) -> None:
 
 def publish(spark: SparkSession, lake_dir: str, run_id: str,
             wait_seconds: float = AIRFLOW_LOCK_WAIT_SECONDS) -> RunResult:
-    with lake.run_lock(lake_dir, wait_seconds):
-        rolled_back = lake.rollback(spark, lake_dir)  # an earlier try of this publish, killed
+    with run_lock(lake_dir, wait_seconds):
+        rolled_back = rollback(spark, lake_dir)  # an earlier try of this publish, killed
         result = StagedRun.load(spark, lake_dir, run_id).publish()
     result.rolled_back = rolled_back or result.rolled_back  # else the one `prepare` rolled back
     return result
@@ -343,21 +344,6 @@ def _new_run_id() -> str:
     return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"
 
 
-@contextmanager
-def _journalled(spark: SparkSession, lake_dir: str, run_id: str):
-    """The writes of run `run_id`: all kept, or all rolled back (also by the next run, after a crash)."""
-    lake.begin(lake_dir, run_id)
-    spark.conf.set("spark.databricks.delta.commitInfo.userMetadata", run_id)
-    try:
-        yield
-    except BaseException:
-        lake.rollback(spark, lake_dir)
-        raise
-    finally:
-        spark.conf.unset("spark.databricks.delta.commitInfo.userMetadata")
-    lake.commit(lake_dir)
-
-
 def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult:
     """Nothing new: statuses move only if as_of does (an explicit --as-of, or back to the
     default). A refresh is a run of no files, recorded in `_meta/runs`; a dry run changes nothing."""
@@ -372,7 +358,7 @@ def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult
     result.as_of_before = current
     if not dry_run:
         result.run_id = _new_run_id()
-        with _journalled(spark, lake_dir, result.run_id):
+        with journalled(spark, lake_dir, result.run_id):
             lake.overwrite(messages_at(messages, target), lake_dir, "messages", result.run_id)
             lake.append(_run_row(spark, result), lake_dir, "runs", result.run_id)
     return result

@@ -12,7 +12,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 
 from correlake.config import GZIP_RATIO, INTERPRETED_MAX_BYTES, lake_state_dir
-from correlake.lake.tables import write_atomic
+from correlake.lake.files import write_atomic
 from correlake.lake.landing import LandingFile
 from correlake.run.result import RunResult
 
