@@ -19,7 +19,8 @@ import pytest
 
 from correlake.interfaces import cli
 from correlake.lake import journal, tables as lake
-from correlake.run import pipeline, stages
+from correlake.run import pipeline, stepwise, writes
+from correlake.run.staged import LakeMoved
 from correlake.config import TABLES, table_path
 from correlake.run.store import staged_runs_dir
 from generators import combine, generate_cases
@@ -100,7 +101,7 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
     landing, base, _, reference = world
     lake_dir = copy_lake(base, tmp_path / "term")
     before = snapshot(spark, lake_dir)
-    real, real_table, signalled, restored = stages.restate, journal.delta_table, [], []
+    real, real_table, signalled, restored = writes.restate, journal.delta_table, [], []
 
     def restate_then_stop(*args, **kwargs):
         real(*args, **kwargs)
@@ -114,7 +115,7 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
         restored.append(path)
         return real_table(path)
 
-    monkeypatch.setattr(stages, "restate", restate_then_stop)
+    monkeypatch.setattr(writes, "restate", restate_then_stop)
     monkeypatch.setattr(journal, "delta_table", stop_again_while_restoring)
     on_sigterm = signal.getsignal(signal.SIGTERM)
     capfd.readouterr()
@@ -167,16 +168,16 @@ def test_two_runs_at_once_one_proceeds_the_other_waits_or_is_refused(spark, worl
 def test_staged_run_publishes_once_and_refuses_a_lake_that_moved(spark, world, tmp_path):
     landing, base, _, reference = world
     lake_dir = copy_lake(base, tmp_path / "lake")
-    run_id = stages.prepare(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
+    run_id = stepwise.prepare(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
     for stage in ("bronze", "silver", "gold"):
-        stages.stage(spark, lake_dir, run_id, stage)
-        stages.check(spark, lake_dir, run_id, stage)
-    stale = stages.prepare(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
-    stages.publish(spark, lake_dir, run_id)
+        stepwise.compute(spark, lake_dir, run_id, stage)
+        stepwise.check(spark, lake_dir, run_id, stage)
+    stale = stepwise.prepare(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
+    stepwise.publish(spark, lake_dir, run_id)
     assert snapshot(spark, lake_dir) == reference
     assert not (staged_runs_dir(lake_dir) / run_id).exists()
-    with pytest.raises(stages.LakeMoved, match="start a new one"):
-        stages.publish(spark, lake_dir, stale)
+    with pytest.raises(LakeMoved, match="start a new one"):
+        stepwise.publish(spark, lake_dir, stale)
     assert snapshot(spark, lake_dir) == reference
-    assert stages.prepare(spark, str(landing), lake_dir).nothing_new
+    assert stepwise.prepare(spark, str(landing), lake_dir).nothing_new
 

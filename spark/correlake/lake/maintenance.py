@@ -13,7 +13,6 @@ Delta's retention check, lifted for this maintenance only.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,7 +21,6 @@ from pyspark.sql import SparkSession
 
 from correlake.lake import journal, lock, tables as lake
 from correlake.config import DELETION_VECTOR_TABLES, TABLES, WRITE_THREADS, table_path
-from correlake.errors import EXIT_OK, EXIT_USAGE
 from correlake.quality.gates import old_validations, remove_validations
 from correlake.session import run_concurrently
 from correlake.lake.sqlfiles import delta_table
@@ -164,20 +162,6 @@ def _checkpoint(spark: SparkSession, path: str) -> None:
     none = jvm.scala.Option.empty()
     delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
     delta_log.checkpoint(delta_log.update(False, none, none), none)
-
-
-def command(args) -> int:
-    """`correlake maintain`: run it and print the summary; exit codes as `correlake run`'s."""
-    from correlake.session import get_spark
-
-    lake.require_folder(args.lake)
-    try:
-        result = maintain(get_spark(), args.lake, args.retain_hours, args.dry_run, args.wait)
-    except lock.LakeBusy as exc:
-        print(f"correlake: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    print(summary(result))
-    return EXIT_OK
 
 
 def summary(result: Maintenance) -> str:

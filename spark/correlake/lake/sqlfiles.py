@@ -14,7 +14,8 @@ def load(name: str) -> str:
     return "\n".join(line for line in lines if not line.lstrip().startswith("--")).strip()
 
 
-def render(name: str, **params) -> str:
+def fill(name: str, **params) -> str:
+    """`sql/<name>.sql` with its {placeholders} filled in."""
     return load(name).format(**params)
 
 

@@ -1,4 +1,4 @@
-"""One run in one process: the stages of `stages.py` in a row, frames kept in memory.
+"""One run in one process: every stage of `stages.STAGES` in a row, frames kept in memory.
 
 A run holds the lake's lock from start to end, is journalled (an unfinished run is
 rolled back by the next one), recomputes only the key groups its new records touch,
@@ -10,11 +10,11 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from correlake.lake.lock import run_lock
-from correlake.config import STAGES
 from correlake.run.result import RunResult
-from correlake.session import release
-from correlake.run.stages import StagedRun
+from correlake.run.staged import StagedRun
+from correlake.run.stages import STAGES
 from correlake.run.store import MemoryStore
+from correlake.session import release
 
 __all__ = ["RunResult", "run"]
 
@@ -31,7 +31,7 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
             return staged
         try:
             for stage in STAGES:
-                getattr(staged, stage)()
+                staged.compute(stage)
                 staged.check(stage)
             if dry_run:
                 return staged.result

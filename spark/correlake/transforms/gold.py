@@ -10,7 +10,7 @@ from correlake.transforms.hints import broadcast_if_small
 from correlake.contract.schemas import ENGINE_OUT, GOLD, SCOPE, as_timestamps
 from correlake.transforms.sequential import sequential_pass
 from correlake.transforms.silver import millis, pair_key
-from correlake.lake.sqlfiles import render
+from correlake.lake.sqlfiles import fill
 
 _KINDS = {"SUBSCRIPTION_OPENED": "O", "ELEMENT_LEFT": "L", "INSTANCE_ENDED": "E"}
 ENGINE_COLUMNS = ["_part", "kind", "t", "rank", "grp", "position", "tenant_id", "name", "correlation_key",
@@ -88,7 +88,7 @@ def gold_tables(engine_out: DataFrame, silver_messages: DataFrame, as_of_millis:
 def at_as_of(messages: DataFrame, as_of_millis: int | None) -> DataFrame:
     """Gold messages with `as_of` and their status at that time (semantics rule 23)."""
     return (messages.withColumn("as_of", F.timestamp_millis(F.lit(as_of_millis)))
-            .withColumn("status", F.expr(render("message_status", as_of="as_of"))))
+            .withColumn("status", F.expr(fill("message_status", as_of="as_of"))))
 
 
 def messages_at(messages: DataFrame, as_of_millis: int, rows: DataFrame | None = None,
