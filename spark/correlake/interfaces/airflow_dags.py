@@ -42,7 +42,7 @@ def gate(name: str) -> None:
     _bodies().gate(get_current_context(), name)
 
 
-@task(task_id="publish")
+@task(task_id="publish", multiple_outputs=False)  # one XCom: the RunResult as a dict
 def publish() -> dict:
     """Commit the run to the lake."""
     return _bodies().publish(get_current_context())

@@ -20,8 +20,7 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from correlake.config import AIRFLOW_LOCK_WAIT_SECONDS, demo_dir, state_dir, table_path
 from correlake.contract.parsing import BadRecord, parse_time
 from correlake.errors import UsageError
-from correlake.interfaces import preflight
-from correlake.lake import maintenance
+from correlake.lake import maintenance, preflight
 from correlake.lake.journal import UnreadableJournal
 from correlake.quality.gates import GateFailed
 from correlake.run import stepwise
@@ -143,7 +142,7 @@ def maintain(context) -> None:
     params = context["params"]
     lake = locations()[1]
     try:
-        preflight.check_lake(lake)
+        preflight.require_folder(lake)
     except UsageError as exc:
         raise AirflowSkipException(f"{exc}: nothing to maintain yet (Airflow Variable correlake_lake)") from None
     try:

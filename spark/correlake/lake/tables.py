@@ -9,23 +9,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from correlake.config import DELETION_VECTOR_TABLES, table_path
-from correlake.errors import UsageError
 
 
 def is_table(path: str) -> bool:
     return version(path) >= 0
-
-
-def require_folder(lake: str | Path) -> None:
-    """UsageError unless the lake folder exists (a command that reads a lake, not a run)."""
-    if not Path(lake).is_dir():
-        raise UsageError(f"lake folder {lake} does not exist")
-
-
-def require_bronze(lake: str) -> None:
-    """A rebuild's source: UsageError if the lake holds no bronze."""
-    if not (Path(lake) / "bronze").is_dir():
-        raise UsageError(f"{lake} holds no bronze tables to rebuild from")
 
 
 def read(spark: SparkSession, lake: str, name: str, schema: StructType) -> DataFrame:

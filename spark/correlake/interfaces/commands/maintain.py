@@ -6,7 +6,8 @@ import argparse
 import sys
 
 from correlake.errors import EXIT_OK, EXIT_USAGE
-from correlake.interfaces import options, preflight
+from correlake.interfaces import options
+from correlake.lake import preflight
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -25,7 +26,7 @@ def main(args: argparse.Namespace) -> int:
     from correlake.lake.lock import LakeBusy
     from correlake.session import get_spark
 
-    preflight.check_lake(args.lake)
+    preflight.require_folder(args.lake)
     try:
         result = maintenance.maintain(get_spark(), args.lake, args.retain_hours, args.dry_run, args.wait)
     except LakeBusy as exc:

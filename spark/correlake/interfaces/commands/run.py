@@ -9,7 +9,8 @@ from pathlib import Path
 
 from correlake.config import MAX_QUARANTINE_RATIO
 from correlake.errors import EXIT_GATE, EXIT_OK, EXIT_USAGE
-from correlake.interfaces import options, preflight
+from correlake.interfaces import options
+from correlake.lake import preflight
 
 
 def add_parser(sub) -> argparse.ArgumentParser:

@@ -4,8 +4,10 @@ lake is one line at once, not an error after Spark's start."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from correlake.errors import UsageError
 from correlake.lake.landing import check_locations, unread_warning
-from correlake.lake.tables import require_bronze, require_folder
 
 
 def check_run(landing: str | None, lake: str) -> str | None:
@@ -19,6 +21,13 @@ def check_run(landing: str | None, lake: str) -> str | None:
     return unread_warning(landing)
 
 
-def check_lake(lake: str) -> None:
-    """Before maintenance: UsageError unless the lake folder exists."""
-    require_folder(lake)
+def require_folder(lake: str | Path) -> None:
+    """UsageError unless the lake folder exists (a command that reads a lake, not a run)."""
+    if not Path(lake).is_dir():
+        raise UsageError(f"lake folder {lake} does not exist")
+
+
+def require_bronze(lake: str) -> None:
+    """A rebuild's source: UsageError if the lake holds no bronze."""
+    if not (Path(lake) / "bronze").is_dir():
+        raise UsageError(f"{lake} holds no bronze tables to rebuild from")
