@@ -170,7 +170,7 @@ class RemoteError(DriverError):
 def _portable(exc: BaseException) -> BaseException:
     """`exc` itself if it is one of correlake's errors (a failed gate, a busy lake...), else
     a RemoteError with its type, message and the driver's traceback."""
-    if type(exc).__module__.startswith(f"{__package__}."):
+    if type(exc).__module__.startswith("correlake."):
         try:
             return pickle.loads(pickle.dumps(exc))
         except Exception:
