@@ -112,7 +112,7 @@ def test_a_caller_gone_mid_call_stops_its_call_and_the_driver_serves_on(served, 
     assert "correlake driver: the caller of run went away; its call was stopped" in log.read_text()
     assert not (lake / "_state" / "lock").exists() and not (lake / "gold").exists()
     monkeypatch.setenv("CORRELAKE_DRIVER", str(socket))
-    driver.call("findings", local_lake)  # served on
+    driver.call(findings, local_lake)  # served on
     assert log.read_text().rstrip().splitlines()[-1].startswith("correlake driver: findings done")
 
 
