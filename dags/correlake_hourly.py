@@ -1,23 +1,23 @@
 """correlake, hourly: prepare → bronze → gate → silver → gate → gold → gate → publish → stats.
 
 Thin on purpose: nothing of Spark or Great Expectations is imported when the scheduler
-parses this file. Each task runs one function of `correlake.interfaces.airflow_tasks`, imported
-when the task runs, which calls the same `correlake.run.stages` as the CLI.
+parses this file. Each task (`correlake.interfaces.airflow_dags`) runs one function of
+`correlake.interfaces.airflow_tasks`, imported when the task runs, which calls a step of
+`correlake.run.stepwise`: the same stages as the CLI's runs.
 """
 
 from __future__ import annotations
 
 from datetime import timedelta
 
-from airflow.sdk import Asset, CronDataIntervalTimetable, Param, chain, dag, task
+from airflow.sdk import Asset, CronDataIntervalTimetable, Param, chain, dag
 from correlake.config import (AIRFLOW_RUN_TIMEOUT_SECONDS, AIRFLOW_TASK_TIMEOUT_SECONDS, GOLD_TABLES,
-                              MAX_QUARANTINE_RATIO, STAGES)
-from correlake.interfaces.airflow_dags import DAG_SETTINGS, call_task
+                              MAX_QUARANTINE_RATIO, STAGE_NAMES)
 from correlake.contract.parsing import ISO_WITH_OFFSET
+from correlake.interfaces import airflow_dags as tasks
+from correlake.interfaces.airflow_dags import DAG_SETTINGS
 
 GOLD_ASSETS = [Asset(name=f"correlake/gold/{table}", group="correlake") for table in GOLD_TABLES]
-
-step = task(call_task)
 
 
 @dag(
@@ -44,13 +44,12 @@ step = task(call_task)
     doc_md=__doc__,
 )
 def correlake_hourly():
-    tasks = [task.short_circuit(call_task).override(task_id="prepare")("prepare")]
-    for stage in STAGES:
-        tasks.append(step.override(task_id=stage)("stage", stage))
-        tasks.append(step.override(task_id=f"gate_{stage}", retries=0)("gate", stage))
-    tasks.append(step.override(task_id="publish", outlets=GOLD_ASSETS)("publish"))
-    tasks.append(step.override(task_id="stats")("stats"))
-    chain(*tasks)
+    steps = [tasks.prepare()]
+    for stage in STAGE_NAMES:
+        steps.append(tasks.stage.override(task_id=stage)(stage))
+        steps.append(tasks.gate.override(task_id=f"gate_{stage}", retries=0)(stage))  # bad data stays bad
+    steps += [tasks.publish.override(outlets=GOLD_ASSETS)(), tasks.stats()]
+    chain(*steps)
 
 
 correlake_hourly()

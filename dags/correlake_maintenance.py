@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from airflow.sdk import CronTriggerTimetable, Param, dag, task
+from airflow.sdk import CronTriggerTimetable, Param, dag
 from correlake.config import AIRFLOW_TASK_TIMEOUT_SECONDS
-from correlake.interfaces.airflow_dags import DAG_SETTINGS, call_task
+from correlake.interfaces.airflow_dags import DAG_SETTINGS, maintain
 
 
 @dag(
@@ -31,7 +31,7 @@ from correlake.interfaces.airflow_dags import DAG_SETTINGS, call_task
     doc_md=__doc__,
 )
 def correlake_maintenance():
-    task(call_task).override(task_id="maintain")("maintain")
+    maintain()
 
 
 correlake_maintenance()

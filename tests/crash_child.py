@@ -12,8 +12,8 @@ import os
 import signal
 import sys
 
-from correlake.run import pipeline, stages
-from correlake.transforms import scope
+from correlake.run import pipeline, writes
+from correlake.transforms import bronze, scope
 from correlake.session import get_spark
 
 
@@ -23,17 +23,17 @@ def die(*_, **__):
 
 def main(landing: str, lake_dir: str, point: str) -> None:
     if point == "bronze":
-        stages._bronze_stats = die
+        bronze.line_counts = die
     elif point == "silver":
         scope.grow_key_groups = die
     elif point == "merge":
-        real = stages.restate
+        real = writes.restate
 
         def restate_then_die(*args, **kwargs):
             real(*args, **kwargs)
             die()
 
-        stages.restate = restate_then_die
+        writes.restate = restate_then_die
     else:
         raise SystemExit(f"unknown crash point {point}")
     pipeline.run(get_spark(), landing, lake_dir, max_quarantine_ratio=1.0)

@@ -46,7 +46,7 @@ STAGED_RUN_MAX_AGE_SECONDS = 24 * 3600  # frames an abandoned Airflow run staged
 DATA_DOCS_INDEX_VALIDATIONS = 50  # the latest validations the Data Docs index lists (10 runs' gates)
 
 STREAMS = ("messages", "workflow_events")
-STAGES = ("bronze", "silver", "gold")  # in order, each followed by its gate
+STAGE_NAMES = ("bronze", "silver", "gold")  # run/stages.STAGES' names, for what must not import Spark
 
 # Lake layout: logical name -> path relative to the lake root.
 TABLES = {

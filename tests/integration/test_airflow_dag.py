@@ -204,18 +204,18 @@ def test_maintenance_compacts_the_lake_and_a_run_staged_before_it_still_publishe
     """The daily DAG on a copy of the hourly DAG's lake, while an hourly run waits between its
     gold gate and `publish`: maintenance commits to every table but changes no row, so that
     run publishes after it (a run's commits in between would make it refuse)."""
-    from correlake.run import stages
-    from correlake.config import STAGES
+    from correlake.run import stepwise
+    from correlake.config import STAGE_NAMES
 
     lake, landing = str(shutil.copytree(airflow_run[2], tmp_path / "lake")), tmp_path / "landing"
     write_jsonl(landing / "messages" / "late.jsonl", [
         {"position": 950_000, "tenant_id": "shop-eu", "name": "payment-reminder", "correlation_key": "late",
          "published_at": "2026-11-02T11:30:00Z"}])
     write_jsonl(landing / "workflow_events" / "late.jsonl", [])
-    run_id = stages.prepare(spark, str(landing), lake)
-    for stage in STAGES:
-        stages.stage(spark, lake, run_id, stage)
-        stages.check(spark, lake, run_id, stage)
+    run_id = stepwise.prepare(spark, str(landing), lake)
+    for stage in STAGE_NAMES:
+        stepwise.compute(spark, lake, run_id, stage)
+        stepwise.check(spark, lake, run_id, stage)
     before, versions_before = sorted_gold(spark, lake), versions(lake)
 
     monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LAKE", lake)
@@ -227,6 +227,6 @@ def test_maintenance_compacts_the_lake_and_a_run_staged_before_it_still_publishe
     assert all(after[name] > v for name, v in versions_before.items() if v >= 0)
     assert sorted_gold(spark, lake) == before
 
-    stages.publish(spark, lake, run_id)
+    stepwise.publish(spark, lake, run_id)
     published = spark.read.format("delta").load(table_path(lake, "messages")).where("message_key = 950000")
     assert [(r["correlation_key"], r["status"]) for r in published.collect()] == [("late", "BUFFERED")]

@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 
 from correlake.config import validation_results_dir
-from correlake.run import driver
+from correlake.run import driver, pipeline
+from correlake.run.summary import findings
 from correlake.quality.gates import GateFailed
 from helpers import sorted_gold, start_driver
 
@@ -111,7 +112,7 @@ def test_a_caller_gone_mid_call_stops_its_call_and_the_driver_serves_on(served, 
     assert "correlake driver: the caller of run went away; its call was stopped" in log.read_text()
     assert not (lake / "_state" / "lock").exists() and not (lake / "gold").exists()
     monkeypatch.setenv("CORRELAKE_DRIVER", str(socket))
-    driver.call("findings", local_lake)  # served on
+    driver.call(findings, local_lake)  # served on
     assert log.read_text().rstrip().splitlines()[-1].startswith("correlake driver: findings done")
 
 
@@ -135,7 +136,7 @@ def test_a_second_driver_on_the_same_socket_is_refused(served):
 
 def test_without_a_driver_the_call_runs_in_this_process(demo_lake, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CORRELAKE_DRIVER", str(tmp_path / "nobody.sock"))
-    assert driver.call("findings", demo_lake).startswith("gold:\n  messages     CORRELATED")
+    assert driver.call(findings, demo_lake).startswith("gold:\n  messages     CORRELATED")
     assert f"no driver serves {tmp_path / 'nobody.sock'}" in capsys.readouterr().err
 
 
@@ -167,7 +168,7 @@ def test_a_driver_gone_mid_call_or_with_another_key_is_a_clear_error(tmp_path, m
     thread.start()
     monkeypatch.setenv("CORRELAKE_DRIVER", str(socket))
     with pytest.raises(driver.DriverError, match=error):
-        driver.call("run", "landing", "lake")
+        driver.call(pipeline.run, "landing", "lake")
     thread.join()
     listener.close()
     assert failures == []

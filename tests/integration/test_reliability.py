@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from correlake.interfaces import cli
-from correlake.lake import tables as lake
-from correlake.run import pipeline, stages
+from correlake.lake import journal, tables as lake
+from correlake.run import pipeline, stepwise, writes
+from correlake.run.staged import LakeMoved
 from correlake.config import TABLES, table_path
 from correlake.run.store import staged_runs_dir
 from generators import combine, generate_cases
@@ -89,7 +90,7 @@ def test_a_run_killed_anywhere_is_rolled_back_and_the_next_run_converges(spark, 
         for name in TABLES:  # every table stays readable after a kill between commits
             if lake.is_table(table_path(lake_dir, name)):
                 spark.read.format("delta").load(table_path(lake_dir, name)).count()
-        dead_run = lake.unfinished_run(lake_dir)
+        dead_run = journal.unfinished_run(lake_dir)
         assert dead_run, point
         result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
         assert not result.nothing_new and result.rolled_back == dead_run, point
@@ -104,7 +105,7 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
     landing, base, _, reference = world
     lake_dir = copy_lake(base, tmp_path / "term")
     before = snapshot(spark, lake_dir)
-    real, real_table, signalled, restored = stages.restate, lake.delta_table, [], []
+    real, real_table, signalled, restored = writes.restate, journal.delta_table, [], []
 
     def restate_then_stop(*args, **kwargs):
         real(*args, **kwargs)
@@ -118,8 +119,8 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
         restored.append(path)
         return real_table(path)
 
-    monkeypatch.setattr(stages, "restate", restate_then_stop)
-    monkeypatch.setattr(lake, "delta_table", stop_again_while_restoring)
+    monkeypatch.setattr(writes, "restate", restate_then_stop)
+    monkeypatch.setattr(journal, "delta_table", stop_again_while_restoring)
     on_sigterm = signal.getsignal(signal.SIGTERM)
     capfd.readouterr()
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--max-quarantine-ratio", "1"]) == 143
@@ -127,7 +128,7 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
     assert err.strip().splitlines()[-1].startswith("correlake: stopped by SIGTERM; nothing of a run"), err
     assert "Traceback" not in err and " ERROR " not in err, err[-3000:]
     assert signal.getsignal(signal.SIGTERM) is on_sigterm  # as before the run
-    assert lake.unfinished_run(lake_dir) is None and not (Path(lake_dir) / "_state" / "lock").exists()
+    assert journal.unfinished_run(lake_dir) is None and not (Path(lake_dir) / "_state" / "lock").exists()
     assert len(restored) >= 1 and snapshot(spark, lake_dir) == before
     monkeypatch.undo()
     pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
@@ -138,13 +139,13 @@ def test_a_crashed_first_run_leaves_no_table_folder_behind(spark, tmp_path):
     """A table the dead run had begun to create (a `_delta_log` with no commit yet, which
     no Delta reader opens) is removed by the rollback, as are the ones it had created."""
     lake_dir = str(tmp_path / "lake")
-    lake.begin(lake_dir, "dead-run")
+    journal.begin(lake_dir, "dead-run")
     (Path(table_path(lake_dir, "messages")) / "_delta_log").mkdir(parents=True)
     (Path(table_path(lake_dir, "messages")) / "part-0.parquet").write_bytes(b"orphan")
-    assert lake.unfinished_run(lake_dir) == "dead-run"
-    assert lake.rollback(spark, lake_dir) == "dead-run"
+    assert journal.unfinished_run(lake_dir) == "dead-run"
+    assert journal.rollback(spark, lake_dir) == "dead-run"
     assert not Path(table_path(lake_dir, "messages")).exists()
-    assert lake.unfinished_run(lake_dir) is None
+    assert journal.unfinished_run(lake_dir) is None
 
 
 def test_two_runs_at_once_one_proceeds_the_other_waits_or_is_refused(spark, world, served, tmp_path, capsys):
@@ -171,16 +172,16 @@ def test_two_runs_at_once_one_proceeds_the_other_waits_or_is_refused(spark, worl
 def test_staged_run_publishes_once_and_refuses_a_lake_that_moved(spark, world, tmp_path):
     landing, base, _, reference = world
     lake_dir = copy_lake(base, tmp_path / "lake")
-    run_id = stages.prepare(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
+    run_id = stepwise.prepare(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
     for stage in ("bronze", "silver", "gold"):
-        stages.stage(spark, lake_dir, run_id, stage)
-        stages.check(spark, lake_dir, run_id, stage)
-    stale = stages.prepare(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
-    stages.publish(spark, lake_dir, run_id)
+        stepwise.compute(spark, lake_dir, run_id, stage)
+        stepwise.check(spark, lake_dir, run_id, stage)
+    stale = stepwise.prepare(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
+    stepwise.publish(spark, lake_dir, run_id)
     assert snapshot(spark, lake_dir) == reference
     assert not (staged_runs_dir(lake_dir) / run_id).exists()
-    with pytest.raises(stages.LakeMoved, match="start a new one"):
-        stages.publish(spark, lake_dir, stale)
+    with pytest.raises(LakeMoved, match="start a new one"):
+        stepwise.publish(spark, lake_dir, stale)
     assert snapshot(spark, lake_dir) == reference
-    assert stages.prepare(spark, str(landing), lake_dir).nothing_new
+    assert stepwise.prepare(spark, str(landing), lake_dir).nothing_new
 

@@ -18,7 +18,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from correlake.interfaces import cli
-from correlake.run import pipeline, stages
+from correlake.lake import meta
+from correlake.run import pipeline
 from correlake.config import MAX_FILE_BYTES, table_path
 from correlake.lake.sqlfiles import delta_table
 from helpers import versions, write_jsonl
@@ -148,7 +149,7 @@ def test_a_failed_run_leaves_every_table_as_it_was(spark, tmp_path, monkeypatch)
     def crash(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(stages, "_run_row", crash)  # after every table's write
+    monkeypatch.setattr(meta, "record_run", crash)  # after every table's write
     with pytest.raises(RuntimeError):
         pipeline.run(spark, str(landing), lake_dir)
     assert {name: table(spark, lake_dir, name).count() for name in before} == before

@@ -12,16 +12,16 @@ import time
 
 import pytest
 
-from correlake.lake import catalog, tables as lake
+from correlake.lake import catalog, journal, lock
 from correlake.interfaces import cli
 
 
 def test_second_run_is_refused_while_the_first_holds_the_lock(tmp_path):
-    with lake.run_lock(str(tmp_path)):
-        with pytest.raises(lake.LakeBusy, match="another correlake run holds"):
-            with lake.run_lock(str(tmp_path)):
+    with lock.run_lock(str(tmp_path)):
+        with pytest.raises(lock.LakeBusy, match="another correlake run holds"):
+            with lock.run_lock(str(tmp_path)):
                 pass
-    with lake.run_lock(str(tmp_path)):  # released
+    with lock.run_lock(str(tmp_path)):  # released
         pass
 
 
@@ -30,7 +30,7 @@ def test_lock_of_a_dead_process_is_taken_over(tmp_path):
     state.mkdir()
     (state / "lock").write_text(json.dumps({"pid": 2 ** 22 + 12345, "host": socket.gethostname(),
                                             "started": 0}))
-    with lake.run_lock(str(tmp_path)):
+    with lock.run_lock(str(tmp_path)):
         assert json.loads((state / "lock").read_text())["pid"] != 2 ** 22 + 12345
     assert not (state / "lock").exists()
 
@@ -39,10 +39,10 @@ def test_a_lock_file_not_written_by_a_run_is_held_a_minute_then_taken_over(tmp_p
     state = tmp_path / "_state"
     state.mkdir()
     (state / "lock").write_text("")  # a run writes its lock whole, in one step: this is none of them
-    with pytest.raises(lake.LakeBusy):
-        lake.check_free(str(tmp_path))
+    with pytest.raises(lock.LakeBusy):
+        lock.check_free(str(tmp_path))
     os.utime(state / "lock", (time.time() - 120, time.time() - 120))
-    with lake.run_lock(str(tmp_path)):
+    with lock.run_lock(str(tmp_path)):
         assert json.loads((state / "lock").read_text())["pid"] == os.getpid()
 
 
@@ -56,7 +56,7 @@ def test_a_stale_lock_is_taken_over_by_one_process_only(tmp_path):
 
         def take(n):
             start.wait()
-            if lake._take(str(tmp_path), {"pid": n, "host": "h", "started": time.time()}) is None:
+            if lock._take(str(tmp_path), {"pid": n, "host": "h", "started": time.time()}) is None:
                 winners.append(n)
 
         threads = [threading.Thread(target=take, args=(n,)) for n in range(8)]
@@ -70,7 +70,7 @@ def test_a_stale_lock_is_taken_over_by_one_process_only(tmp_path):
 
 def test_a_run_releases_its_own_lock_only(tmp_path):
     successor = {"pid": 1, "host": "another", "started": time.time()}
-    with lake.run_lock(str(tmp_path)):  # ... that another run took over meanwhile, as stale
+    with lock.run_lock(str(tmp_path)):  # ... that another run took over meanwhile, as stale
         (tmp_path / "_state" / "lock").write_text(json.dumps(successor))
     assert json.loads((tmp_path / "_state" / "lock").read_text()) == successor
 
@@ -82,14 +82,14 @@ def test_a_full_disk_leaves_neither_a_lock_nor_a_journal_behind(tmp_path, monkey
     (tmp_path / "_state").mkdir()
     monkeypatch.setattr(os, "fsync", disk_full)
     with pytest.raises(OSError, match="No space left"):
-        with lake.run_lock(str(tmp_path)):
+        with lock.run_lock(str(tmp_path)):
             pass
     with pytest.raises(OSError, match="No space left"):
-        lake.begin(str(tmp_path), "run-1")
+        journal.begin(str(tmp_path), "run-1")
     monkeypatch.undo()
     assert [p.name for p in (tmp_path / "_state").iterdir()] == ["lock.guard"]
-    with lake.run_lock(str(tmp_path)):  # free
-        assert lake.unfinished_run(str(tmp_path)) is None
+    with lock.run_lock(str(tmp_path)):  # free
+        assert journal.unfinished_run(str(tmp_path)) is None
 
 
 def test_an_unreadable_journal_stops_the_run_with_a_clear_line(spark, tmp_path, capsys):

@@ -8,7 +8,7 @@ import pytest
 from deltalake import DeltaTable
 
 from correlake.interfaces import cli
-from correlake.lake import tables as lake
+from correlake.lake import journal, lock, tables as lake
 from correlake.run import pipeline
 from correlake.config import TABLES, data_docs_dir, table_path, validation_results_dir
 from correlake.lake.maintenance import RETENTION_CHECK, maintain
@@ -74,11 +74,11 @@ def test_maintenance_compacts_and_changes_no_row(spark, lake_dir):
 
 def test_explicit_zero_retention_vacuums_and_rolls_back_first(spark, lake_dir, capsys):
     _, lake_dir, before, old = lake_dir
-    with lake.run_lock(lake_dir):
+    with lock.run_lock(lake_dir):
         assert cli.main(["maintain", "--lake", lake_dir]) == 2
     assert "another correlake run holds" in capsys.readouterr().err
 
-    lake.begin(lake_dir, "crashed-run")  # an unfinished run: a write without its commit
+    journal.begin(lake_dir, "crashed-run")  # an unfinished run: a write without its commit
     lake.append(spark.read.format("delta").load(table_path(lake_dir, "runs")).limit(1), lake_dir, "runs", "x")
     unfinished = versions(lake_dir)
     assert cli.main(["maintain", "--lake", lake_dir, "--retain-hours", "0", "--dry-run"]) == 0

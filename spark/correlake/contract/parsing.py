@@ -34,10 +34,9 @@ INT64 = 2**63 - 1
 INT32 = 2**31 - 1
 # JSON integers are read exactly up to this many digits (a correlation key's "exact decimal
 # digits", a big number in variables). Python converts between int and text only up to 4,300
-# digits, a guard against the conversions' quadratic cost: ~0.15 s a line at this limit.
+# digits, a guard against the conversions' quadratic cost: ~0.15 s a line at this limit
+# (raised by `_parse_int` when a line has such an integer).
 MAX_INT_DIGITS = 100_000
-if 0 < sys.get_int_max_str_digits() < MAX_INT_DIGITS:
-    sys.set_int_max_str_digits(MAX_INT_DIGITS)
 # Arrays and objects within each other at most this deep. Python's JSON reader and writer,
 # and the step that reads 1.0 as 1, recurse once or twice per level in a stack of ~1,000
 # frames: without a limit well below that, a deep line would stop the run instead of going
@@ -73,6 +72,8 @@ def _parse_int(text: str) -> int:
     """The decoder's `parse_int`: exact, up to MAX_INT_DIGITS digits."""
     if (digits := len(text) - text.startswith("-")) > MAX_INT_DIGITS:
         raise BadRecord(f"number out of range: an integer of {digits} digits (at most {MAX_INT_DIGITS})")
+    if digits > sys.get_int_max_str_digits() > 0:  # Python's guard, 4,300 digits by default
+        sys.set_int_max_str_digits(MAX_INT_DIGITS)
     return int(text)
 
 

@@ -1,20 +1,60 @@
-"""What the DAG files share: their common settings, and the call of a task's body. Light:
-`correlake.interfaces.airflow_tasks`, which needs Spark, is imported only when a task runs, never
-when the scheduler parses a DAG file."""
+"""The tasks of the DAG files (`dags/`) and their common settings. Light: each task's body
+is a function of `correlake.interfaces.airflow_tasks`, which needs Spark, imported when the
+task runs, never when the scheduler parses a DAG file."""
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime, timezone
+
+from airflow.sdk import get_current_context, task
 
 # every correlake DAG: no catchup of missed intervals, one run at a time
 DAG_SETTINGS = {"start_date": datetime(2026, 1, 1, tzinfo=timezone.utc), "catchup": False, "max_active_runs": 1,
                 "tags": ["correlake"]}
 
 
-def call_task(function: str, *args):
-    """Run `correlake.interfaces.airflow_tasks.<function>(context, *args)` in the running task."""
-    from airflow.sdk import get_current_context
-
+def _bodies():
+    """`airflow_tasks`, imported in the running task; with Airflow's INFO logging, py4j
+    would log every closed connection, GX every function it registers."""
+    for noisy in ("py4j", "great_expectations"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     from correlake.interfaces import airflow_tasks
 
-    return getattr(airflow_tasks, function)(get_current_context(), *args)
+    return airflow_tasks
+
+
+@task.short_circuit(task_id="prepare")
+def prepare() -> dict | None:
+    """Plan the run; None (the later tasks skip) when nothing is new."""
+    return _bodies().prepare(get_current_context())
+
+
+@task
+def stage(name: str) -> None:
+    """Compute stage `name` of the run `prepare` planned."""
+    _bodies().stage(get_current_context(), name)
+
+
+@task
+def gate(name: str) -> None:
+    """Pass the gate of stage `name`, or fail for good."""
+    _bodies().gate(get_current_context(), name)
+
+
+@task(task_id="publish", multiple_outputs=False)  # one XCom: the RunResult as a dict
+def publish() -> dict:
+    """Commit the run to the lake."""
+    return _bodies().publish(get_current_context())
+
+
+@task(task_id="stats")
+def stats() -> None:
+    """Log the run's summary and what gold holds."""
+    _bodies().stats(get_current_context())
+
+
+@task(task_id="maintain")
+def maintain() -> None:
+    """Maintain the lake."""
+    _bodies().maintain(get_current_context())

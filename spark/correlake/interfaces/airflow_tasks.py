@@ -1,7 +1,7 @@
-"""The bodies of the Airflow DAGs' tasks (`dags/correlake_hourly.py`, `dags/correlake_maintenance.py`):
-each resolves its settings from the Airflow context and calls `correlake.run.stages` or
-`correlake.lake.maintenance`, as the CLI does, through `correlake.run.driver.call`: on a long-lived
-driver when CORRELAKE_DRIVER names one.
+"""The bodies of the Airflow DAGs' tasks (`airflow_dags.py`): each resolves its settings
+from the Airflow context and calls a step of `correlake.run.stepwise` or
+`correlake.lake.maintenance.maintain` through `correlake.run.driver.call`: on a long-lived
+driver when CORRELAKE_DRIVER names one, else in the task's process.
 
 Imported only inside running tasks, so the DAG files stay free of Spark and GX.
 `prepare` returns the run's handle (`{"run_id", "lake"}`, pushed to XCom) or None when
@@ -17,22 +17,20 @@ from pathlib import Path
 from airflow.sdk import Variable
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from correlake.run import stages
 from correlake.config import AIRFLOW_LOCK_WAIT_SECONDS, demo_dir, state_dir, table_path
-from correlake.run.driver import call
-from correlake.quality.gates import GateFailed
-from correlake.errors import UsageError
-from correlake.lake.tables import UnreadableJournal, require_bronze, require_folder
-from correlake.lake.landing import check_locations, unread_warning
-from correlake.lake.maintenance import summary as maintenance_summary
 from correlake.contract.parsing import BadRecord, parse_time
-from correlake.run.summary import summary
+from correlake.errors import UsageError
+from correlake.lake import maintenance, preflight
+from correlake.lake.journal import UnreadableJournal
+from correlake.quality.gates import GateFailed
+from correlake.run import stepwise
+from correlake.run.driver import call
 from correlake.run.result import RunResult
+from correlake.run.staged import LakeMoved
+from correlake.run.store import staged_run
+from correlake.run.summary import findings, summary
 
 log = logging.getLogger("correlake")
-# Airflow logs INFO: py4j would log every closed connection, GX every function it registers
-for _noisy in ("py4j", "great_expectations"):
-    logging.getLogger(_noisy).setLevel(logging.WARNING)
 
 
 def locations() -> tuple[str, str]:
@@ -62,7 +60,7 @@ def _run(context) -> dict:
 def _staged_run(context) -> dict:
     """The run `prepare` planned, still staged; else a failure without retry."""
     run = _run(context)
-    if not stages.is_staged(run["lake"], run["run_id"]):
+    if not staged_run(run["lake"], run["run_id"]).has_plan():
         raise AirflowFailException(f"run {run['run_id']} is no longer staged (a gate failed and dropped it, or it "
                                    "was published): clear this DAG run from 'prepare', or trigger a new one")
     return run
@@ -77,18 +75,15 @@ def prepare(context) -> dict | None:
     rebuild = params["rebuild"]
     landing, lake = locations()
     try:
-        if rebuild:
-            require_bronze(lake)
-        else:
-            check_locations(landing, lake)
+        warning = preflight.check_run(None if rebuild else landing, lake)
     except UsageError as exc:
         raise AirflowFailException(f"{exc} (Airflow Variables correlake_landing, correlake_lake)") from None
     as_of = as_of_millis(params.get("as_of"), context["dag_run"].run_type, context.get("data_interval_end"))
     print(f"landing {landing}, lake {lake}, as_of {as_of}, params {dict(params)}")
-    if not rebuild and (warning := unread_warning(landing)):
+    if warning:
         log.warning(warning)
     try:
-        planned = call("prepare", None if rebuild else landing, lake, as_of=as_of,
+        planned = call(stepwise.prepare, None if rebuild else landing, lake, as_of=as_of,
                        max_quarantine_ratio=params.get("max_quarantine_ratio"), rebuild=rebuild,
                        dry_run=params["dry_run"])
     except UnreadableJournal as exc:  # a retry would meet the same journal
@@ -102,16 +97,16 @@ def prepare(context) -> dict | None:
 
 def stage(context, name: str) -> None:
     run = _staged_run(context)
-    call("stage", run["lake"], run["run_id"], name)
+    call(stepwise.compute, run["lake"], run["run_id"], name)
 
 
 def gate(context, name: str) -> None:
     """Pass the gate, or fail the task for good (no retry: bad data stays bad) and drop the run."""
     run = _staged_run(context)
     try:
-        call("check", run["lake"], run["run_id"], name)
+        call(stepwise.check, run["lake"], run["run_id"], name)
     except GateFailed as exc:
-        stages.discard(run["lake"], run["run_id"])
+        staged_run(run["lake"], run["run_id"]).clear()
         for line in f"FAILED — {exc}".splitlines():  # one log line per line of the report
             log.error(line)
         raise AirflowFailException(f"data-quality gate '{exc.gate}' failed (report above); nothing of run "
@@ -123,12 +118,12 @@ def publish(context) -> dict:
     """Commit the run to the lake (or, in a dry run, drop it and skip); tag the gold asset events."""
     run = _staged_run(context)
     if context["params"]["dry_run"]:
-        stages.discard(run["lake"], run["run_id"])
+        staged_run(run["lake"], run["run_id"]).clear()
         raise AirflowSkipException(f"dry run: every gate passed; run {run['run_id']} discarded, nothing published")
     try:
-        result = call("publish", run["lake"], run["run_id"])
-    except (stages.LakeMoved, UnreadableJournal) as exc:  # a retry would meet the same lake
-        stages.discard(run["lake"], run["run_id"])
+        result = call(stepwise.publish, run["lake"], run["run_id"])
+    except (LakeMoved, UnreadableJournal) as exc:  # a retry would meet the same lake
+        staged_run(run["lake"], run["run_id"]).clear()
         raise AirflowFailException(str(exc)) from None
     for asset in context["task"].outlets:
         table = asset.name.rsplit("/", 1)[-1]
@@ -139,7 +134,7 @@ def publish(context) -> dict:
 def stats(context) -> None:
     """The run's summary and what gold now holds."""
     print(summary(RunResult(**context["ti"].xcom_pull(task_ids="publish"))))
-    print(call("findings", _run(context)["lake"]))
+    print(call(findings, _run(context)["lake"]))
 
 
 def maintain(context) -> None:
@@ -147,11 +142,11 @@ def maintain(context) -> None:
     params = context["params"]
     lake = locations()[1]
     try:
-        require_folder(lake)
+        preflight.require_folder(lake)
     except UsageError as exc:
         raise AirflowSkipException(f"{exc}: nothing to maintain yet (Airflow Variable correlake_lake)") from None
     try:
-        result = call("maintain", lake, params["retain_hours"], params["dry_run"], AIRFLOW_LOCK_WAIT_SECONDS)
+        result = call(maintenance.maintain, lake, params["retain_hours"], params["dry_run"], AIRFLOW_LOCK_WAIT_SECONDS)
     except UnreadableJournal as exc:  # a retry would meet the same journal
         raise AirflowFailException(str(exc)) from None
-    print(maintenance_summary(result))
+    print(maintenance.summary(result))

@@ -12,7 +12,9 @@ from pathlib import Path
 
 from correlake.lake import sqlfiles
 from correlake.config import GOLD_TABLES, TABLES, sql_dir, table_path
-from correlake.lake.tables import UNREADABLE_JOURNAL, is_table, journal_path, require_folder, unfinished_run
+from correlake.lake.journal import UNREADABLE_JOURNAL, journal_path, unfinished_run
+from correlake.lake.preflight import require_folder
+from correlake.lake.tables import is_table
 
 # readable name -> logical table name of config.TABLES
 TABLE_NAMES = {(f"gold_{name}" if name in GOLD_TABLES else name): name for name in TABLES}

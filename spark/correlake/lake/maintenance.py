@@ -13,16 +13,14 @@ Delta's retention check, lifted for this maintenance only.
 from __future__ import annotations
 
 import os
-import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
-from correlake.lake import tables as lake
+from correlake.lake import journal, lock, tables as lake
 from correlake.config import DELETION_VECTOR_TABLES, TABLES, WRITE_THREADS, table_path
-from correlake.errors import EXIT_OK, EXIT_USAGE
 from correlake.quality.gates import old_validations, remove_validations
 from correlake.session import run_concurrently
 from correlake.lake.sqlfiles import delta_table
@@ -67,11 +65,11 @@ def maintain(spark: SparkSession, lake_dir: str, retain_hours: float | None = No
     validations past the retention (dry run: only report)."""
     start = time.perf_counter()
     result = Maintenance(lake_dir, retain_hours, dry_run)
-    with lake.run_lock(lake_dir, wait_seconds):
+    with lock.run_lock(lake_dir, wait_seconds):
         if dry_run:
-            result.pending_run = lake.journal_path(lake_dir).exists()
+            result.pending_run = journal.journal_path(lake_dir).exists()
         else:
-            result.rolled_back = lake.rollback(spark, lake_dir)
+            result.rolled_back = journal.rollback(spark, lake_dir)
         paths = {name: table_path(lake_dir, name) for name in TABLES if lake.is_table(table_path(lake_dir, name))}
         with _retention_check_lifted(spark, retain_hours is not None):
             result.tables = run_concurrently([lambda n=name: _table(spark, n, paths[n], retain_hours, dry_run)
@@ -164,20 +162,6 @@ def _checkpoint(spark: SparkSession, path: str) -> None:
     none = jvm.scala.Option.empty()
     delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
     delta_log.checkpoint(delta_log.update(False, none, none), none)
-
-
-def command(args) -> int:
-    """`correlake maintain`: run it and print the summary; exit codes as `correlake run`'s."""
-    from correlake.session import get_spark
-
-    lake.require_folder(args.lake)
-    try:
-        result = maintain(get_spark(), args.lake, args.retain_hours, args.dry_run, args.wait)
-    except lake.LakeBusy as exc:
-        print(f"correlake: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    print(summary(result))
-    return EXIT_OK
 
 
 def summary(result: Maintenance) -> str:

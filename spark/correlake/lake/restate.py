@@ -9,21 +9,21 @@ from pyspark.sql import functions as F
 
 from correlake.transforms.hints import broadcast_if_small
 from correlake.contract.schemas import SCOPE
-from correlake.lake.sqlfiles import delta_table, render
+from correlake.lake.sqlfiles import delta_table, fill
 
 _views = itertools.count()
 
 
-def restate(spark: SparkSession, target_path: str, rows: DataFrame, scope: DataFrame, keys: list[str]) -> None:
-    """Make the target's rows for the `scope` keys exactly `rows`.
+def restate(spark: SparkSession, target_path: str, rows: DataFrame, touched: DataFrame, keys: list[str]) -> None:
+    """Make the target's rows for the `touched` keys exactly `rows`.
 
-    `rows` are the new rows of the (tenant_id, correlation_key)s in `scope`; target
+    `rows` are the new rows of the (tenant_id, correlation_key)s in `touched`; target
     rows of those keys that are not in `rows` are deleted; the others are untouched.
     """
     columns = rows.columns
-    hint = broadcast_if_small(scope, rows)
+    hint = broadcast_if_small(touched, rows)
     target = spark.read.format("delta").load(target_path)
-    gone = (target.join(hint(scope), SCOPE, "left_semi")
+    gone = (target.join(hint(touched), SCOPE, "left_semi")
             .join(hint(rows.select(*keys)), keys, "left_anti")
             .select(*keys))
     changes = hint(rows.withColumn("_op", F.lit("U"))
@@ -31,7 +31,7 @@ def restate(spark: SparkSession, target_path: str, rows: DataFrame, scope: DataF
     view = f"correlake_changes_{next(_views)}"
     changes.createOrReplaceTempView(view)
     try:
-        spark.sql(render(
+        spark.sql(fill(
             "restate",
             target=delta_table(target_path),
             changes=view,

@@ -14,7 +14,7 @@ def load(name: str) -> str:
     return "\n".join(line for line in lines if not line.lstrip().startswith("--")).strip()
 
 
-def render(name: str, **params) -> str:
+def fill(name: str, **params) -> str:
     """`sql/<name>.sql` with its placeholders filled: `params`, and the rules of `sql/rules/`
     as `{buffered[<instant>]}` (see `buffered`)."""
     return load(name).format(buffered=_BufferedAt(), **params)

@@ -22,11 +22,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampType
 
 from correlake.config import DATA_DOCS_INDEX_VALIDATIONS, data_docs_dir, expectations_dir, validation_results_dir
+from correlake.lake.files import flocked
 from correlake.lake.sqlfiles import buffered
-from correlake.lake.tables import flocked
 from correlake.semantics.start_events import start_instance_key_sql
-
-os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 
 class GateFailed(RuntimeError):
@@ -185,9 +183,18 @@ def _all(conditions):
 
 
 # -- validation ----------------------------------------------------------------------
+def _gx():
+    """Great Expectations, its usage statistics off unless GX_ANALYTICS_ENABLED says otherwise
+    (it reads the variable when first imported)."""
+    os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
+    import great_expectations
+
+    return great_expectations
+
+
 def load_suite(name: str):
     """A suite from `expectations/<name>.json`; an unknown expectation type is an error."""
-    import great_expectations as gx
+    gx = _gx()
     from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
 
     spec = json.loads((expectations_dir() / f"{name}.json").read_text())
@@ -201,7 +208,7 @@ def _context(lake: str):
     """The lake's GX context: every suite of `expectations/` (an index build deletes the pages
     of suites it does not know) with its checkpoint and page, validation results kept in the
     lake (a page named by a failure outlives the process), an index of the latest ones."""
-    import great_expectations as gx
+    gx = _gx()
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     context = gx.get_context(mode="ephemeral")

@@ -29,13 +29,16 @@ import time
 import traceback
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Listener
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 from correlake.config import driver_socket
 from correlake.errors import first_line
 
 BACKLOG = 64  # callers waiting for the driver
 WATCH_SECONDS = 0.05  # how often a call's watcher looks whether its caller hung up; a call ends this much later
+T = TypeVar("T")
 READY = "correlake driver: serving"  # the line `serve` prints once it takes calls
 FREES_ITS_MEMORY = {"run"}  # pipeline.run releases its run's memory itself; after the others, the driver does
 
@@ -88,21 +91,27 @@ def _stop_call(signum, frame) -> None:
         interrupt_quietly(CallerGone)(signum, frame)
 
 
-def _functions() -> dict:
-    """What a driver serves: name -> function whose first argument is the SparkSession."""
-    from correlake.lake import maintenance as maintain
-    from correlake.run import pipeline, summary as render, stages
+def served() -> dict[str, Callable]:
+    """What a driver serves, by the name a call travels under: functions whose first
+    argument is the SparkSession. Callers name them by reference (`call(pipeline.run, …)`)."""
+    from correlake.lake import maintenance
+    from correlake.run import pipeline, stepwise, summary
 
-    return {"run": pipeline.run, "prepare": stages.prepare, "stage": stages.stage, "check": stages.check,
-            "publish": stages.publish, "findings": render.findings, "maintain": maintain.maintain}
+    return {"run": pipeline.run, "prepare": stepwise.prepare, "compute": stepwise.compute,
+            "check": stepwise.check, "publish": stepwise.publish, "findings": summary.findings,
+            "maintain": maintenance.maintain}
 
 
 def _key_path(address: Path) -> Path:
     return address.with_name(address.name + ".key")
 
 
-def call(name: str, *args, **kwargs):
-    """`name`(spark, *args, **kwargs) on the driver at `CORRELAKE_DRIVER`, else here."""
+def call(function: Callable[..., T], *args, **kwargs) -> T:
+    """`function`(spark, *args, **kwargs) (one of `served()`) on the driver at
+    `CORRELAKE_DRIVER`, else here."""
+    name = next((n for n, f in served().items() if f is function), None)
+    if name is None:
+        raise ValueError(f"a driver does not serve {function.__module__}.{function.__qualname__}")
     address = driver_socket()
     if address is not None:
         try:
@@ -126,7 +135,7 @@ def call(name: str, *args, **kwargs):
             raise value
     from correlake.session import get_spark
 
-    return _functions()[name](get_spark(), *args, **kwargs)
+    return function(get_spark(), *args, **kwargs)
 
 
 def spawn(address: Path, log: Path, warm_up_rounds: int | None = None, env: dict | None = None,
@@ -161,7 +170,7 @@ class RemoteError(DriverError):
 def _portable(exc: BaseException) -> BaseException:
     """`exc` itself if it is one of correlake's errors (a failed gate, a busy lake...), else
     a RemoteError with its type, message and the driver's traceback."""
-    if type(exc).__module__.startswith(f"{__package__}."):
+    if type(exc).__module__.startswith("correlake."):
         try:
             return pickle.loads(pickle.dumps(exc))
         except Exception:
@@ -274,7 +283,7 @@ def serve(address: Path, warm_up_rounds: int) -> None:
         spark = get_spark()
         if warm_up_rounds:
             print(f"correlake driver: warming up (runs of {warm_up(spark, warm_up_rounds)} s)", flush=True)
-        functions = _functions()
+        functions = served()
         print(f"{READY} {address} (pid {os.getpid()})", flush=True)
         while True:
             try:

@@ -1,4 +1,4 @@
-"""One run in one process: the stages of `stages.py` in a row, frames kept in memory.
+"""One run in one process: every stage of `stages.STAGES` in a row, frames kept in memory.
 
 A run holds the lake's lock from start to end, is journalled (an unfinished run is
 rolled back by the next one), recomputes only the key groups its new records touch,
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from correlake.lake import tables as lake
-from correlake.config import STAGES
+from correlake.lake.lock import run_lock
 from correlake.run.result import RunResult
-from correlake.session import release
-from correlake.run.stages import StagedRun
+from correlake.run.staged import StagedRun
+from correlake.run.stages import STAGES
 from correlake.run.store import MemoryStore
+from correlake.session import release
 
 __all__ = ["RunResult", "run"]
 
@@ -24,14 +24,14 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
         dry_run: bool = False) -> RunResult:
     """Ingest what is new in `landing` (or, to rebuild, recompute silver and gold from
     bronze) and bring silver and gold up to date; with `dry_run`, stop after the gates."""
-    with lake.run_lock(lake_dir, wait_seconds):
+    with run_lock(lake_dir, wait_seconds):
         staged = StagedRun.prepare(spark, landing, lake_dir, lambda _: MemoryStore(), as_of=as_of,
                                    max_quarantine_ratio=max_quarantine_ratio, rebuild=rebuild, dry_run=dry_run)
         if isinstance(staged, RunResult):
             return staged
         try:
             for stage in STAGES:
-                getattr(staged, stage)()
+                staged.compute(stage)
                 staged.check(stage)
             if dry_run:
                 return staged.result

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import math
 import time
+import uuid
 from dataclasses import dataclass, field
+
+from correlake.contract.reasons import reason_kind
 
 
 @dataclass
@@ -37,3 +42,55 @@ class RunResult:
         """The n most frequent reasons: (reason, lines, where its first line is)."""
         top = sorted(self.quarantined.items(), key=lambda kv: -kv[1])[:n]
         return [(reason, count, self.first_quarantined.get(reason)) for reason, count in top]
+
+    def count_lines(self, counts, last_event_time: int | None) -> None:
+        """Add the run's line counts (`bronze.line_counts`: rows of stream, reason, _is_replay,
+        type, _source_file, n, t, first_line), its max event time and hence its as_of."""
+        first: dict[str, tuple[str, int]] = {}
+        for r in counts:
+            self.records_read += r["n"]
+            self.lines[r["_source_file"]] = self.lines.get(r["_source_file"], 0) + r["n"]
+            if r["reason"] is not None:
+                kind = reason_kind(r["reason"])
+                self.quarantined[kind] = self.quarantined.get(kind, 0) + r["n"]
+                here = (r["_source_file"], r["first_line"])
+                first[kind] = min(first.get(kind, here), here)
+            elif r["_is_replay"]:
+                self.replays += r["n"]
+            elif r["stream"] == "messages":
+                self.new_messages += r["n"]
+            else:
+                self.new_workflow_events += r["n"]
+                self.deployments += r["n"] if r["type"] == "PROCESS_DEPLOYED" else 0
+        self.first_quarantined = {reason: f"{path}:{line}" if line else path  # 0: the whole file
+                                  for reason, (path, line) in first.items()}
+        times = [r["t"] for r in counts if r["reason"] is None and not r["_is_replay"] and r["t"] is not None]
+        if last_event_time is not None:
+            times.append(last_event_time)
+        self.max_event_time = max(times, default=None)
+        self.as_of = self.as_of if self.as_of is not None else self.max_event_time
+
+    def quarantine_excess(self, limit: float) -> str | None:
+        """Why the run quarantined too much (more than `limit` of the records read), or None."""
+        ratio = self.quarantined_total / max(self.records_read, 1)
+        if ratio <= limit:
+            return None
+        reasons = "\n".join(f"  {count:>8}  {reason}  (first: {where})"
+                            for reason, count, where in self.top_quarantine_reasons(20))
+        enough = math.ceil(ratio * 10_000) / 10_000
+        return (f"quarantined {self.quarantined_total} of {self.records_read} records ({ratio:.2%}) > "
+                f"max_quarantine_ratio {limit:.2%}; nothing was committed\n{reasons}\n"
+                f"To keep these lines in quarantine and go on, run once with a max_quarantine_ratio of {enough} "
+                "(--max-quarantine-ratio, or the DAG's param); the files stay unread until then")
+
+    def runs_row(self) -> tuple:
+        """The run's row of `_meta/runs` (times in epoch millis)."""
+        summary = json.dumps({"quarantined": self.quarantined, "timings": self.timings,
+                              "touched_groups": self.touched_groups, "replays": self.replays,
+                              "rebuild": self.rebuild, "as_of_before": self.as_of_before})
+        return (self.run_id, self.started_at, int(time.time() * 1000), self.files, self.records_read,
+                self.quarantined_total, self.max_event_time, self.as_of, summary)
+
+
+def new_run_id() -> str:
+    return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"

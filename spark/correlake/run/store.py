@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import json
 import shutil
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from correlake.config import GZIP_RATIO, INTERPRETED_MAX_BYTES, lake_state_dir
-from correlake.lake.tables import write_atomic
+from correlake.config import GZIP_RATIO, INTERPRETED_MAX_BYTES, STAGED_RUN_MAX_AGE_SECONDS, lake_state_dir
+from correlake.lake.files import write_atomic
 from correlake.lake.landing import LandingFile
 from correlake.run.result import RunResult
 
@@ -99,3 +100,21 @@ class DiskStore:
 
 def staged_runs_dir(lake_dir: str) -> Path:
     return lake_state_dir(lake_dir) / "runs"
+
+
+def staged_run(lake_dir: str, run_id: str) -> DiskStore:
+    """Where run `run_id` of the lake is staged."""
+    return DiskStore(staged_runs_dir(lake_dir) / run_id)
+
+
+def forget_old_staged_runs(lake_dir: str) -> None:
+    """Delete what runs staged more than STAGED_RUN_MAX_AGE_SECONDS ago (abandoned)."""
+    root = staged_runs_dir(lake_dir)
+    if root.is_dir():
+        for staged in root.iterdir():
+            try:
+                age = time.time() - staged.stat().st_mtime
+            except FileNotFoundError:  # discarded meanwhile by another run
+                continue
+            if age > STAGED_RUN_MAX_AGE_SECONDS:
+                shutil.rmtree(staged, ignore_errors=True)

@@ -144,3 +144,26 @@ def bronze_records(classified: DataFrame, stream: str) -> DataFrame:
 def quarantine_records(classified: DataFrame) -> DataFrame:
     return (classified.where(F.col("reason").isNotNull())
             .select("stream", "_source_file", "_line", "raw", "reason"))
+
+
+def known_records(parsed: DataFrame, history: dict[str, DataFrame]) -> DataFrame:
+    """The records (`KNOWN`) that bronze (`history`: stream -> table) already holds at the
+    positions `parsed` has; bronze is read within each stream's range of new positions
+    only, so Delta skips the files outside it (positions grow with time)."""
+    known = parsed.sparkSession.createDataFrame([], KNOWN)
+    ranges = {r["stream"]: (r["lo"], r["hi"]) for r in parsed.groupBy("stream").agg(
+        F.min("position").alias("lo"), F.max("position").alias("hi")).collect() if r["lo"] is not None}
+    for stream, b in history.items():
+        if stream in ranges:
+            known = known.unionByName(b.where(~F.col("_is_replay") & F.col("position").between(*ranges[stream]))
+                                      .select(F.lit(stream).alias("stream"), "position", "_record_hash",
+                                              "_source_file", "_line"))
+    return known
+
+
+def line_counts(classified: DataFrame) -> list:
+    """The run's lines counted in one pass (`RunResult.count_lines` adds them up): per stream,
+    reason, replay, type and file, their number `n`, max event time `t` and first line."""
+    return (classified.groupBy("stream", "reason", "_is_replay", "type", "_source_file")
+            .agg(F.count("*").alias("n"), F.max(F.coalesce("published_at", "timestamp")).alias("t"),
+                 F.min("_line").alias("first_line")).collect())

@@ -11,7 +11,7 @@ from correlake.transforms.hints import broadcast_if_small
 from correlake.contract.schemas import ENGINE_OUT, GOLD, SCOPE, as_timestamps
 from correlake.transforms.sequential import sequential_pass
 from correlake.transforms.silver import millis, pair_key
-from correlake.lake.sqlfiles import render
+from correlake.lake.sqlfiles import fill
 
 ENGINE_COLUMNS = ["_part", "kind", *order.SORT_COLUMNS, "tenant_id", "name", "correlation_key", "ttl_ms", "accepted",
                   "variables", "bpmn_process_id", "process_version", "process_instance_key", "element_instance_key",
@@ -90,7 +90,7 @@ def gold_tables(engine_out: DataFrame, silver_messages: DataFrame, as_of_millis:
 def at_as_of(messages: DataFrame, as_of_millis: int | None) -> DataFrame:
     """Gold messages with `as_of` and their status at that time (semantics rule 23)."""
     return (messages.withColumn("as_of", F.timestamp_millis(F.lit(as_of_millis)))
-            .withColumn("status", F.expr(render("message_status"))))
+            .withColumn("status", F.expr(fill("message_status"))))
 
 
 def messages_at(messages: DataFrame, as_of_millis: int, rows: DataFrame | None = None,

@@ -14,17 +14,17 @@ from correlake.errors import EXIT_OK, UsageError, first_line
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
 
-def add_parser(sub) -> None:
-    cmd = sub.add_parser("sql", help="query a lake's tables and analyst views with Spark SQL",
+def add_parser(sub) -> argparse.ArgumentParser:
+    parser = sub.add_parser("sql", help="query a lake's tables and analyst views with Spark SQL",
                          description="Run one read-only Spark SQL statement over the lake's tables (gold_messages, "
                                      "silver_messages, quarantine, runs, …) and the views of sql/views/.")
-    options.add_lake(cmd)
-    cmd.add_argument("query", nargs="?", help="the SQL (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN)")
-    cmd.add_argument("--list", action="store_true", help="list the tables and views with the question each answers")
-    cmd.add_argument("--limit", type=options.positive, default=50, help="rows to print (default 50)")
-    cmd.add_argument("--out", type=options.out_file, help="write every row to this file instead (.csv or .parquet)")
-    cmd.add_argument("--format", choices=sorted(set(FORMATS.values())), help="file format of --out")
-    cmd.set_defaults(func=main)
+    options.add_lake(parser)
+    parser.add_argument("query", nargs="?", help="the SQL (SELECT, WITH, SHOW, DESCRIBE, EXPLAIN)")
+    parser.add_argument("--list", action="store_true", help="list the tables and views with the question each answers")
+    parser.add_argument("--limit", type=options.positive, default=50, help="rows to print (default 50)")
+    parser.add_argument("--out", type=options.out_file, help="write every row to this file instead (.csv or .parquet)")
+    parser.add_argument("--format", choices=sorted(set(FORMATS.values())), help="file format of --out")
+    return parser
 
 
 def main(args: argparse.Namespace) -> int:

@@ -87,12 +87,12 @@ QUERIES = {
 }
 
 
-def add_parser(sub) -> None:
-    cmd = sub.add_parser("report", help="write a self-contained HTML report with charts on a lake")
-    options.add_lake(cmd)
-    cmd.add_argument("--out", type=options.out_file, default="report.html",
-                     help="HTML file to write (default report.html)")
-    cmd.set_defaults(func=main)
+def add_parser(sub) -> argparse.ArgumentParser:
+    parser = sub.add_parser("report", help="write a self-contained HTML report with charts on a lake")
+    options.add_lake(parser)
+    parser.add_argument("--out", type=options.out_file, default="report.html",
+                        help="HTML file to write (default report.html)")
+    return parser
 
 
 def main(args: argparse.Namespace) -> int:
@@ -108,7 +108,7 @@ def main(args: argparse.Namespace) -> int:
     data = gather(get_spark(), args.lake)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render(data, args.lake), encoding="utf-8")
+    out.write_text(page(data, args.lake), encoding="utf-8")
     print(f"report: {out}")
     return EXIT_OK
 
@@ -122,7 +122,8 @@ def gather(spark, lake: str) -> dict[str, list[dict]]:
 
 
 # -- the page ----------------------------------------------------------------------
-def render(data: dict[str, list[dict]], lake: str) -> str:
+def page(data: dict[str, list[dict]], lake: str) -> str:
+    """The HTML page of the report's data (`gather`)."""
     totals = {}
     for row in data["totals"]:
         totals.setdefault(row["what"], {})[row["kind"]] = row["n"]

@@ -1,0 +1,36 @@
+"""`correlake maintain`: compact, purge deletion vectors, vacuum and checkpoint every table."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from correlake.errors import EXIT_OK, EXIT_USAGE
+from correlake.interfaces import options
+from correlake.lake import preflight
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    parser = sub.add_parser("maintain", help="compact, purge deletion vectors, vacuum and checkpoint every table")
+    options.add_lake(parser)
+    parser.add_argument("--retain-hours", type=options.hours, default=None,
+                        help="VACUUM retention (default: Delta's 168 h; a smaller value overrides its check)")
+    parser.add_argument("--dry-run", action="store_true", help="change nothing; report what VACUUM would delete")
+    options.add_wait(parser)
+    return parser
+
+
+def main(args: argparse.Namespace) -> int:
+    """Maintain the lake in this process and print the summary; exit codes as `correlake run`'s."""
+    from correlake.lake import maintenance
+    from correlake.lake.lock import LakeBusy
+    from correlake.session import get_spark
+
+    preflight.require_folder(args.lake)
+    try:
+        result = maintenance.maintain(get_spark(), args.lake, args.retain_hours, args.dry_run, args.wait)
+    except LakeBusy as exc:
+        print(f"correlake: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    print(maintenance.summary(result))
+    return EXIT_OK

@@ -1,0 +1,61 @@
+"""`correlake run`: ingest a landing's new files and bring silver and gold up to date."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from correlake.config import MAX_QUARANTINE_RATIO
+from correlake.errors import EXIT_GATE, EXIT_OK, EXIT_USAGE
+from correlake.interfaces import options
+from correlake.lake import preflight
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    parser = sub.add_parser("run", help="ingest new landing files and update silver and gold")
+    parser.add_argument("--landing", required=True, help="landing folder (messages/, workflow_events/)")
+    options.add_lake(parser)
+    parser.add_argument("--max-quarantine-ratio", type=options.ratio, default=None,
+                        help="fail when more than this share of the records read is quarantined "
+                             f"(default: $CORRELAKE_MAX_QUARANTINE_RATIO, else {MAX_QUARANTINE_RATIO})")
+    options.add_run_options(parser)
+    return parser
+
+
+def main(args: argparse.Namespace) -> int:
+    return execute(args.landing, args.lake, as_of=args.as_of, max_quarantine_ratio=args.max_quarantine_ratio,
+                   wait=args.wait, dry_run=args.dry_run)
+
+
+def execute(landing: str | None, lake: str, as_of: int | None = None, max_quarantine_ratio: float | None = None,
+            wait: float = 0.0, dry_run: bool = False) -> int:
+    """A run over `landing`, or a rebuild (None), on the driver if one serves; its summary printed."""
+    from correlake.lake.lock import LakeBusy, check_free
+    from correlake.quality.gates import GateFailed
+    from correlake.run import driver, pipeline
+    from correlake.run.summary import summary
+
+    if warning := preflight.check_run(landing, lake):
+        print(warning, file=sys.stderr)
+    started = time.perf_counter()
+    # absolute paths: a driver has its own working directory
+    landing, lake = (None if landing is None else str(Path(landing).resolve())), str(Path(lake).resolve())
+    try:
+        if not wait:
+            check_free(lake)  # before Spark starts
+        result = driver.call(pipeline.run, landing, lake, as_of=as_of, max_quarantine_ratio=max_quarantine_ratio,
+                             wait_seconds=wait, rebuild=landing is None, dry_run=dry_run)
+    except GateFailed as exc:
+        print(f"correlake: FAILED — {exc}", file=sys.stderr)
+        print("Gold was left as it was; nothing of this run was kept.", file=sys.stderr)
+        return EXIT_GATE
+    except LakeBusy as exc:
+        print(f"correlake: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    result.timings["total"] = round(time.perf_counter() - started, 2)
+    print(summary(result))
+    if dry_run and not result.nothing_new:
+        print("dry run: every gate passed; nothing was published")
+    return EXIT_OK

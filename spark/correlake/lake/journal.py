@@ -1,0 +1,89 @@
+"""The run journal that makes a run all-or-nothing: `<lake>/_state/inflight.json` records
+every table's version before a run writes; an unfinished run (crashed, killed, failed) is
+rolled back to them (Delta `RESTORE`) by the next."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from correlake.config import TABLES, lake_state_dir, table_path
+from correlake.lake.files import state_dir, write_atomic
+from correlake.lake.sqlfiles import delta_table
+from correlake.lake.tables import version
+from correlake.session import interrupts_held
+
+UNREADABLE_JOURNAL = "(unknown: its journal cannot be read)"
+USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
+
+
+class UnreadableJournal(RuntimeError):
+    """The journal of an unfinished run cannot be read: what it wrote cannot be rolled back."""
+
+
+def journal_path(lake: str) -> Path:
+    return lake_state_dir(lake) / "inflight.json"
+
+
+def unfinished_run(lake: str) -> str | None:
+    """The id of a run that began to write and did not finish (crashed, killed), if any."""
+    try:
+        return str(json.loads(journal_path(lake).read_text())["run_id"])
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError):
+        return UNREADABLE_JOURNAL
+
+
+def begin(lake: str, run_id: str) -> None:
+    """Record every table's version before the run writes anything."""
+    versions = {name: version(table_path(lake, name)) for name in TABLES}
+    state_dir(lake)
+    write_atomic(journal_path(lake), json.dumps({"run_id": run_id, "versions": versions}))
+
+
+def commit(lake: str) -> None:
+    journal_path(lake).unlink(missing_ok=True)
+
+
+def rollback(spark: SparkSession, lake: str) -> str | None:
+    """Undo the writes of an unfinished run (crashed or failed); return its id."""
+    journal = journal_path(lake)
+    if not journal.exists():
+        return None
+    try:
+        entry = json.loads(journal.read_text())
+        run_id, versions = entry["run_id"], dict(entry["versions"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UnreadableJournal(
+            f"the journal of an unfinished run, {journal}, cannot be read ({exc}): its writes cannot be rolled "
+            "back. Look at each table's DESCRIBE HISTORY, RESTORE what that run wrote, then remove the "
+            "file") from None
+    with interrupts_held():
+        for name, before in versions.items():
+            path = table_path(lake, name)
+            if before < 0:  # the run created the table, or began to (a log with no commit yet)
+                shutil.rmtree(path, ignore_errors=True)
+            elif version(path) != before:
+                spark.sql(f"RESTORE TABLE {delta_table(path)} TO VERSION AS OF {before}")
+        journal.unlink()
+    return run_id
+
+
+@contextmanager
+def journalled(spark: SparkSession, lake: str, run_id: str):
+    """The writes of run `run_id`: all kept, or all rolled back (also by the next run, after a crash)."""
+    begin(lake, run_id)
+    spark.conf.set(USER_METADATA, run_id)
+    try:
+        yield
+    except BaseException:
+        rollback(spark, lake)
+        raise
+    finally:
+        spark.conf.unset(USER_METADATA)
+    commit(lake)

@@ -1,0 +1,155 @@
+"""One run: its plan (files, the lake's snapshot, settings), the store of its frames, and
+what happens to it: `prepare`, each stage computed and checked (`stages.py`), `publish`.
+
+Only `publish` writes lake tables, all at once and journalled; every stage before it
+reads the lake at the table versions `prepare` recorded (Delta time travel), so a run
+is computed against one snapshot and publishing refuses a lake that another run moved
+meanwhile (maintenance, which changes no row, may have run between).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from pyspark.sql import DataFrame, SparkSession
+
+from correlake.config import TABLES, default_max_quarantine_ratio, table_path
+from correlake.contract.schemas import GOLD
+from correlake.lake import meta, tables
+from correlake.lake.journal import journalled, rollback
+from correlake.lake.landing import new_files
+from correlake.lake.maintenance import only_maintained
+from correlake.quality import gates
+from correlake.run import writes
+from correlake.run.result import RunResult, new_run_id
+from correlake.run.stages import Stage
+from correlake.run.store import Plan, staged_run
+from correlake.session import row_projections
+from correlake.transforms.gold import messages_at
+
+
+class LakeMoved(RuntimeError):
+    """Another run published since this run was prepared."""
+
+
+class StagedRun:
+    """One run's stages. Construct with `prepare` (new run) or `load` (staged on disk)."""
+
+    def __init__(self, spark: SparkSession, lake_dir: str, plan: Plan, store):
+        self.spark, self.lake_dir, self.plan, self.store = spark, lake_dir, plan, store
+
+    @property
+    def run_id(self) -> str:
+        return self.plan.run_id
+
+    @property
+    def result(self) -> RunResult:
+        return self.plan.result
+
+    @classmethod
+    def prepare(cls, spark: SparkSession, landing: str | None, lake_dir: str, store_for: Callable,
+                as_of: int | None = None, max_quarantine_ratio: float | None = None, rebuild: bool = False,
+                dry_run: bool = False) -> StagedRun | RunResult:
+        """Plan a run over the landing's new files (or, to rebuild, over bronze alone), its
+        frames in `store_for(run_id)`. With nothing new, a `nothing_new` result is returned,
+        after re-evaluating the statuses if `as_of` moved (a dry run only says it would).
+        The caller holds the lake's lock."""
+        rolled_back = rollback(spark, lake_dir)
+        last = meta.last_event_time(spark, lake_dir)
+        files = [] if rebuild else new_files(landing, meta.ingested(spark, lake_dir))
+        if not files and not rebuild:
+            result = _refresh_only(spark, lake_dir, last, as_of, dry_run)
+            result.rolled_back = rolled_back
+            return result
+        run_id = new_run_id()
+        ratio = default_max_quarantine_ratio() if max_quarantine_ratio is None else max_quarantine_ratio
+        plan = Plan(run_id, files, {name: tables.version(table_path(lake_dir, name)) for name in TABLES}, ratio,
+                    last, RunResult(run_id, files=len(files), as_of=as_of, rebuild=rebuild, rolled_back=rolled_back))
+        staged = cls(spark, lake_dir, plan, store_for(run_id))
+        staged.store.save_plan(plan)
+        return staged
+
+    @classmethod
+    def load(cls, spark: SparkSession, lake_dir: str, run_id: str) -> StagedRun:
+        store = staged_run(lake_dir, run_id)
+        return cls(spark, lake_dir, store.load_plan(), store)
+
+    def frame(self, name: str) -> DataFrame:
+        """A frame an earlier stage of this run put in the store."""
+        return self.store.get(self.spark, name)
+
+    def history(self, name: str) -> DataFrame | None:
+        """A lake table as of the run's snapshot; None if it did not exist."""
+        version = self.plan.versions[name]
+        if version < 0:
+            return None
+        return self.spark.read.format("delta").option("versionAsOf", version).load(table_path(self.lake_dir, name))
+
+    def _timed(self, label: str, work: Callable[[], None]) -> None:
+        start = time.perf_counter()
+        try:
+            with row_projections(self.spark, interpreted=self.plan.small):
+                work()
+        finally:
+            self.result.timings[label] = round(time.perf_counter() - start, 2)
+            self.store.save_plan(self.plan)
+
+    def compute(self, stage: Stage) -> None:
+        self._timed(stage.name, lambda: stage.compute(self))
+
+    def check(self, stage: Stage) -> None:
+        """Pass the stage's gate or raise GateFailed (nothing is written either way)."""
+        self._timed(f"gate:{stage.name}", lambda: gates.check(stage.name, stage.gate(self), self.lake_dir))
+
+    def publish(self) -> RunResult:
+        """Write every table of the run, all or nothing. The caller holds the lake's lock."""
+        moved = {name: v for name, v in self.plan.versions.items()
+                 if tables.version(path := table_path(self.lake_dir, name)) != v
+                 and not only_maintained(self.spark, path, v)}
+        if moved:
+            raise LakeMoved(f"the lake changed since run {self.run_id} was prepared (tables {sorted(moved)}); "
+                            "this run was not published: start a new one")
+        with journalled(self.spark, self.lake_dir, self.run_id):
+            self._timed("write", self._write)
+        self.discard()
+        return self.result
+
+    def _write_plan(self) -> writes.WritePlan:
+        """What the run writes, from what it found and the lake as it is (gold/messages'
+        as_of is read only when it can move)."""
+        versions, result = self.plan.versions, self.result
+        if result.rebuild:
+            return writes.plan_writes(versions, rebuild=True)
+        as_of_moved = versions["messages"] >= 0 and result.as_of is not None and result.as_of != meta.current_as_of(
+            tables.read(self.spark, self.lake_dir, "messages", GOLD["messages"]))
+        key_groups_changed = versions["key_groups"] < 0 or not self.frame("key_groups").isEmpty()
+        return writes.plan_writes(versions, deployments=result.deployments, key_groups_changed=key_groups_changed,
+                                  as_of_moved=as_of_moved)
+
+    def _write(self) -> None:
+        writes.apply(self._write_plan(), self)
+        meta.record_run(self.spark, self.lake_dir, self.result.runs_row())
+
+    def discard(self) -> None:
+        self.store.clear()
+
+
+def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult:
+    """Nothing new: statuses move only if as_of does (an explicit --as-of, or back to the
+    default). A refresh is a run of no files, recorded in `_meta/runs`; a dry run changes nothing."""
+    target = as_of if as_of is not None else last_event_time
+    result = RunResult(None, nothing_new=True, as_of=target)
+    if target is None or not tables.is_table(table_path(lake_dir, "messages")):
+        return result
+    messages = tables.read(spark, lake_dir, "messages", GOLD["messages"])
+    current = meta.current_as_of(messages)
+    if current is None or target == current:
+        return result
+    result.as_of_before = current
+    if not dry_run:
+        result.run_id = new_run_id()
+        with journalled(spark, lake_dir, result.run_id):
+            tables.overwrite(messages_at(messages, target), lake_dir, "messages", result.run_id)
+            meta.record_run(spark, lake_dir, result.runs_row())
+    return result

@@ -1,0 +1,49 @@
+"""What a run writes (`run/writes.py`), decided without Spark, and the stage table."""
+
+from __future__ import annotations
+
+from correlake.config import GOLD_TABLES, STAGE_NAMES, TABLES
+from correlake.run.stages import STAGES
+from correlake.run.writes import How, Write, plan_writes
+
+EVERY = {name: 3 for name in TABLES}
+APPENDS = [Write(name, How.APPEND) for name in ("quarantine", "ingested_files", "silver_workflow_events",
+                                                 "bronze_messages", "bronze_workflow_events")]
+
+
+def test_the_stage_table_has_the_names_the_dag_knows_without_spark():
+    assert tuple(stage.name for stage in STAGES) == STAGE_NAMES
+
+
+def test_an_increment_merges_first_then_appends():
+    plan = plan_writes(EVERY, key_groups_changed=False)
+    assert plan.writes == (
+        Write("correlations", How.MERGE, ("message_key", "bpmn_process_id")),
+        Write("subscriptions", How.MERGE, plan.writes[1].keys),
+        Write("message_started_instances", How.MERGE, plan.writes[2].keys),
+        Write("messages", How.MERGE, plan.writes[3].keys),
+        Write("silver_messages", How.MERGE, ("message_key",)),
+        *APPENDS)
+    assert all(w.keys for w in plan.writes[:5])
+
+
+def test_a_moved_as_of_reevaluates_messages_and_new_groups_and_deployments_are_written():
+    plan = plan_writes(EVERY, deployments=2, key_groups_changed=True, as_of_moved=True)
+    assert Write("messages", How.REEVALUATE) in plan.writes
+    assert Write("key_groups", How.MERGE, ("tenant_id", "correlation_key")) in plan.writes
+    assert Write("silver_deployments", How.OVERWRITE) in plan.writes
+
+
+def test_a_first_run_creates_every_table_it_restates():
+    plan = plan_writes({name: -1 for name in TABLES}, key_groups_changed=False, as_of_moved=True)
+    created = [w.table for w in plan.writes if w.how is How.CREATE]
+    assert created == [*(t for t in GOLD_TABLES if t != "messages"), "messages", "silver_messages", "key_groups"]
+    assert Write("silver_deployments", How.OVERWRITE) in plan.writes
+    assert plan.writes[-len(APPENDS):] == tuple(APPENDS)
+
+
+def test_a_rebuild_replaces_silver_and_gold_and_appends_nothing():
+    plan = plan_writes(EVERY, rebuild=True)
+    assert {w.how for w in plan.writes} == {How.OVERWRITE}
+    assert set(plan.tables) == {"silver_messages", "silver_workflow_events", "silver_deployments", "key_groups",
+                                *GOLD_TABLES}
