@@ -8,6 +8,9 @@ Environment variables:
   CORRELAKE_SHUFFLE_PARTITIONS, CORRELAKE_DRIVER_MEMORY
   CORRELAKE_MAX_QUARANTINE_RATIO   default gate threshold (0.01)
   CORRELAKE_DRIVER          socket of a long-lived driver (`correlake serve`) to run on
+
+The constants below are fixed defaults (tests patch them), e.g. the lake lock's heartbeat
+(LOCK_HEARTBEAT_SECONDS) and stale time (LOCK_STALE_SECONDS): docs/lake.md.
 """
 
 from __future__ import annotations

@@ -75,3 +75,14 @@ def test_a_holder_that_lost_its_lock_notices_and_publishes_nothing(tmp_path, cap
             assert not (tmp_path / "_state" / "inflight.json").exists()
     assert "lost the lake's lock" in caplog.text
     assert json.loads(lock.lock_path(str(tmp_path)).read_text()) == successor  # the successor's, kept
+
+
+@pytest.mark.parametrize("command", [["run", "--landing", "{landing}"], ["maintain"]])
+def test_a_lake_on_object_storage_is_refused_before_any_work(tmp_path, capsys, command):
+    from correlake.interfaces import cli
+
+    (tmp_path / "messages").mkdir()
+    args = [part.format(landing=tmp_path) for part in command]
+    assert cli.main([*args, "--lake", "s3a://bucket/lake"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "s3a://" in err and "object storage is not supported" in err
