@@ -9,8 +9,9 @@ ran on this host and its process is gone; by one taker only (an `flock` on
 taken over after LOCK_FOREIGN_STALE_SECONDS. A run removes only its own lock.
 
 A holder whose heartbeat finds the lock another's (its own heartbeat stalled that long:
-a suspended process, a hung disk) has lost it: it logs an error, and `check_held` (called
-before a run writes anything, `journal.journalled`) raises LockLost.
+a suspended process, a hung disk) has lost it: it logs an error. `check_held`, called
+before a run writes anything (`journal.journalled`), raises LockLost then, or when the
+lock file is not the holder's own.
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def check_free(lake: str) -> None:
 
 
 class _Heartbeat(threading.Thread):
-    """Rewrites the lock `me` holds every LOCK_HEARTBEAT_SECONDS until `stop`; sets `lost`
+    """Rewrites the lock `me` holds every LOCK_HEARTBEAT_SECONDS until `stopped`; sets `lost`
     (and stops) when the lock is no longer `me`'s."""
 
     def __init__(self, lake: str, me: dict):
@@ -145,9 +146,16 @@ _held: dict[Path, _Heartbeat] = {}  # this process's locks, by lake
 
 
 def check_held(lake: str) -> None:
-    """LockLost if this process held the lake's lock and lost it (before a run writes)."""
+    """LockLost if this process holds the lake's lock no more (before a run writes): its
+    heartbeat found it another's, or the lock file says so now."""
     heartbeat = _held.get(Path(lake).resolve())
-    if heartbeat is not None and heartbeat.lost.is_set():
+    if heartbeat is None:
+        return
+    try:
+        mine = not heartbeat.lost.is_set() and _read(lock_path(lake)) == heartbeat.me
+    except OSError:  # gone, or unreadable: not known to be its own
+        mine = False
+    if not mine:
         raise LockLost(f"this run lost the lock of {lake} (its heartbeat stopped for over {LOCK_STALE_SECONDS} s "
                        "and another run took it over); nothing was published: start a new run")
 
