@@ -13,6 +13,9 @@ Environment variables:
                             short-lived process: less JIT work for a single run)
   CORRELAKE_MAX_QUARANTINE_RATIO   default gate threshold (0.01)
   CORRELAKE_DRIVER          socket of a long-lived driver (`correlake serve`) to run on
+
+The constants below are fixed defaults (tests patch them), e.g. the lake lock's heartbeat
+(LOCK_HEARTBEAT_SECONDS) and stale time (LOCK_STALE_SECONDS): docs/lake.md.
 """
 
 from __future__ import annotations
@@ -37,8 +40,10 @@ GZIP_RATIO = 10  # a gzip file's JSON, estimated from its size
 # Spark's binary file reader holds a landing file in one array: a larger file is not read,
 # named with why in the run's warning (rather than failing every run).
 MAX_FILE_BYTES = 2**31 - 1
-LOCK_STALE_SECONDS = 6 * 3600  # a lake lock this old is stale, whoever holds it
+LOCK_HEARTBEAT_SECONDS = 10  # the holder of a lake lock rewrites it this often (its heartbeat)
+LOCK_STALE_SECONDS = 120  # a lake lock not rewritten for this long is stale, whoever holds it
 LOCK_FOREIGN_STALE_SECONDS = 60  # a lock file that no run wrote (not its JSON) is stale this old
+DRIVER_HANDSHAKE_SECONDS = 5  # a caller of the driver proves its key and sends its call within this, or is dropped
 AIRFLOW_LOCK_WAIT_SECONDS = 600.0  # an Airflow task waits this long for the lock of a run in progress
 AIRFLOW_TASK_TIMEOUT_SECONDS = 2 * 3600  # a task that hangs fails (and is retried) after this
 AIRFLOW_RUN_TIMEOUT_SECONDS = 6 * 3600  # a DAG run (one at a time) fails after this, so that the next can start

@@ -17,10 +17,12 @@ import time
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Listener
 from pathlib import Path
+from socket import AF_UNIX, socket as unix_socket
 
 import pytest
 
 from correlake.config import validation_results_dir
+from correlake.interfaces import cli
 from correlake.run import driver, pipeline
 from correlake.run.summary import findings
 from correlake.quality.gates import GateFailed
@@ -114,6 +116,33 @@ def test_a_caller_gone_mid_call_stops_its_call_and_the_driver_serves_on(served, 
     monkeypatch.setenv("CORRELAKE_DRIVER", str(socket))
     driver.call(findings, local_lake)  # served on
     assert log.read_text().rstrip().splitlines()[-1].startswith("correlake driver: findings done")
+
+
+def test_a_silent_caller_does_not_stall_the_driver(served, landing_and_local_lake, monkeypatch):
+    """A client that connects and sends nothing is dropped after DRIVER_HANDSHAKE_SECONDS."""
+    socket_path, _ = served
+    _, local_lake = landing_and_local_lake
+    monkeypatch.setenv("CORRELAKE_DRIVER", str(socket_path))
+    answers = []
+    with unix_socket(AF_UNIX) as silent:
+        silent.connect(str(socket_path))
+        caller = threading.Thread(target=lambda: answers.append(driver.call(findings, local_lake)), daemon=True)
+        caller.start()
+        caller.join(timeout=120)
+        assert not caller.is_alive() and answers[0].startswith("gold:")
+
+
+def test_a_key_file_others_can_write_is_refused(landing_and_local_lake, tmp_path, monkeypatch, capsys):
+    landing, _ = landing_and_local_lake
+    socket_path = tmp_path.resolve() / "d.sock"
+    socket_path.touch(0o600)
+    socket_path.with_name("d.sock.key").write_bytes(b"k" * 32)
+    socket_path.with_name("d.sock.key").chmod(0o620)
+    monkeypatch.setenv("CORRELAKE_DRIVER", str(socket_path))
+    assert cli.main(["run", "--landing", str(landing), "--lake", str(tmp_path / "lake")]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"correlake: refusing to call the driver: {socket_path}.key is group- or world-writable "
+                   "(mode 620); it must be 600\n")
 
 
 def test_a_driver_whose_jvm_died_fails_the_call_and_stops(landing_and_local_lake, tmp_path):

@@ -13,6 +13,7 @@ from pyspark.sql import SparkSession
 
 from correlake.config import TABLES, lake_state_dir, table_path
 from correlake.lake.files import state_dir, write_atomic
+from correlake.lake.lock import check_held
 from correlake.lake.sqlfiles import delta_table
 from correlake.lake.tables import version
 from correlake.session import interrupts_held
@@ -76,7 +77,9 @@ def rollback(spark: SparkSession, lake: str) -> str | None:
 
 @contextmanager
 def journalled(spark: SparkSession, lake: str, run_id: str):
-    """The writes of run `run_id`: all kept, or all rolled back (also by the next run, after a crash)."""
+    """The writes of run `run_id`: all kept, or all rolled back (also by the next run, after a crash).
+    LockLost first if this process lost the lake's lock."""
+    check_held(lake)
     begin(lake, run_id)
     spark.conf.set(USER_METADATA, run_id)
     try:

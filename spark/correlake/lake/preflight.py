@@ -4,6 +4,7 @@ lake is one line at once, not an error after Spark's start."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from correlake.errors import UsageError
@@ -14,6 +15,7 @@ def check_run(landing: str | None, lake: str) -> str | None:
     """Before a run over `landing`, or a rebuild (None): UsageError unless the landing and
     the lake can be used (the lake folder is created if need be), or the lake holds bronze
     to rebuild from. Returns the warning naming what the landing holds that a run will not read."""
+    require_posix(lake)
     if landing is None:
         require_bronze(lake)
         return None
@@ -21,8 +23,20 @@ def check_run(landing: str | None, lake: str) -> str | None:
     return unread_warning(landing)
 
 
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def require_posix(lake: str | Path) -> None:
+    """UsageError if the lake is a URI (s3a://, gs://, abfss://, file://): the lake's lock and
+    journal need a POSIX file system's flock and atomic rename, which object storage has not."""
+    if match := _URI.match(str(lake)):
+        raise UsageError(f"the lake {lake} is a URI ({match.group()}): correlake's lake must be a local or "
+                         "POSIX (e.g. NFS) folder path; object storage is not supported (no flock, no atomic rename)")
+
+
 def require_folder(lake: str | Path) -> None:
     """UsageError unless the lake folder exists (a command that reads a lake, not a run)."""
+    require_posix(lake)
     if not Path(lake).is_dir():
         raise UsageError(f"lake folder {lake} does not exist")
 

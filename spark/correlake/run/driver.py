@@ -8,7 +8,9 @@ answers) it runs in this process. Either way the same functions run, on the same
 under the same lock and journal: a driver killed mid-run is a crashed run.
 
 The driver serves one call at a time; the others wait. It listens on a Unix socket
-(mode 0600) and accepts only clients that hold its key (`<socket>.key`, mode 0600).
+(mode 0600) and accepts only clients that hold its key (`<socket>.key`, mode 0600) and
+send their call within DRIVER_HANDSHAKE_SECONDS (a silent client does not stall it). A
+caller uses only a socket and key of its own user that no one else can write.
 A caller that goes away mid-call (killed, timed out) stops its call: the driver cancels
 it as Ctrl-C would, and the call's writes roll back.
 """
@@ -21,6 +23,8 @@ import secrets
 import shutil
 import signal
 import socket
+import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -28,12 +32,12 @@ import threading
 import time
 import traceback
 from multiprocessing import AuthenticationError
-from multiprocessing.connection import Client, Listener
+from multiprocessing.connection import Client, Listener, answer_challenge, deliver_challenge
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from correlake.config import driver_socket
+from correlake.config import DRIVER_HANDSHAKE_SECONDS, driver_socket
 from correlake.errors import first_line
 
 BACKLOG = 64  # callers waiting for the driver
@@ -106,6 +110,18 @@ def _key_path(address: Path) -> Path:
     return address.with_name(address.name + ".key")
 
 
+def _check_owned(path: Path) -> None:
+    """DriverError unless `path` is this user's and not group- or world-writable (another
+    user could stand in for the driver, or read what it is sent)."""
+    info = path.stat()
+    if info.st_uid != os.getuid():
+        raise DriverError(f"refusing to call the driver: {path} belongs to uid {info.st_uid}, not to this user "
+                          f"(uid {os.getuid()})")
+    if info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        raise DriverError(f"refusing to call the driver: {path} is group- or world-writable "
+                          f"(mode {stat.S_IMODE(info.st_mode):o}); it must be 600")
+
+
 def call(function: Callable[..., T], *args, **kwargs) -> T:
     """`function`(spark, *args, **kwargs) (one of `served()`) on the driver at
     `CORRELAKE_DRIVER`, else here."""
@@ -115,6 +131,8 @@ def call(function: Callable[..., T], *args, **kwargs) -> T:
     address = driver_socket()
     if address is not None:
         try:
+            _check_owned(address)
+            _check_owned(_key_path(address))
             conn = Client(str(address), family="AF_UNIX", authkey=_key_path(address).read_bytes())
         except (FileNotFoundError, ConnectionRefusedError) as exc:
             print(f"correlake: no driver serves {address} ({exc.strerror}); running in this process",
@@ -179,8 +197,9 @@ def _portable(exc: BaseException) -> BaseException:
     return RemoteError(f"the driver failed: {type(exc).__name__}: {exc}\n--- driver traceback ---\n{text}")
 
 
-def _listen(address: Path) -> Listener:
-    """Listen on `address` with a fresh key; refuse if another driver already listens there."""
+def _listen(address: Path) -> tuple[Listener, bytes]:
+    """Listen on `address` with a fresh key (the listener and the key: callers prove it in
+    `_handshake`); refuse if another driver already listens there."""
     address.parent.mkdir(parents=True, exist_ok=True)
     if address.exists():
         probe = socket.socket(socket.AF_UNIX)
@@ -195,13 +214,26 @@ def _listen(address: Path) -> Listener:
     key = _key_path(address)
     key.unlink(missing_ok=True)
     fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    authkey = secrets.token_bytes(32)
     with os.fdopen(fd, "wb") as out:
-        out.write(secrets.token_bytes(32))
+        out.write(authkey)
     old_umask = os.umask(0o177)  # the socket file is created 0600
     try:
-        return Listener(str(address), family="AF_UNIX", backlog=BACKLOG, authkey=key.read_bytes())
+        return Listener(str(address), family="AF_UNIX", backlog=BACKLOG), authkey
     finally:
         os.umask(old_umask)
+
+
+def _handshake(conn, authkey: bytes) -> tuple:
+    """The caller's call, once it proved it holds the key; each read of it waits
+    DRIVER_HANDSHAKE_SECONDS at most (OSError), so that a silent caller is dropped."""
+    with socket.socket(fileno=os.dup(conn.fileno())) as sock:  # the same socket: its options are the connection's
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", DRIVER_HANDSHAKE_SECONDS, 0))
+        deliver_challenge(conn, authkey)
+        answer_challenge(conn, authkey)
+        request = conn.recv()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", 0, 0))
+    return request
 
 
 def warm_up(spark, rounds: int, records: int = 50_000) -> list[float]:
@@ -239,14 +271,11 @@ def _alive(spark) -> bool:
         return False
 
 
-def _serve_one(conn, spark, functions: dict) -> bool:
+def _serve_one(conn, request: tuple, spark, functions: dict) -> bool:
     """Run one caller's call and send back its result or error; False if Spark did not survive it."""
     from correlake.session import LOG_LEVEL, log_level, release
 
-    try:
-        name, args, kwargs = conn.recv()
-    except EOFError:  # gone before it asked
-        return True
+    name, args, kwargs = request
     start = time.perf_counter()
     try:
         with _Call(conn):
@@ -277,7 +306,7 @@ def serve(address: Path, warm_up_rounds: int) -> None:
     DriverError if Spark's JVM dies, so that a supervisor starts a new driver."""
     from correlake.session import get_spark
 
-    listener = _listen(address)
+    listener, authkey = _listen(address)
     on_sigusr1 = signal.signal(signal.SIGUSR1, _stop_call)
     try:
         spark = get_spark()
@@ -288,10 +317,14 @@ def serve(address: Path, warm_up_rounds: int) -> None:
         while True:
             try:
                 conn = listener.accept()
-            except (OSError, EOFError, AuthenticationError):  # a caller without the key, or gone already
+            except OSError:
                 continue
             with conn:
-                if not _serve_one(conn, spark, functions):
+                try:
+                    request = _handshake(conn, authkey)
+                except (OSError, EOFError, AuthenticationError):  # without the key, silent, or gone already
+                    continue
+                if not _serve_one(conn, request, spark, functions):
                     raise DriverError("Spark's JVM is gone; the driver stops (start it again)")
     finally:
         signal.signal(signal.SIGUSR1, on_sigusr1)

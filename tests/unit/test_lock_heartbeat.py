@@ -1,0 +1,89 @@
+"""The lake lock's heartbeat (no Spark): a live holder keeps its lock however long it runs,
+a holder whose heartbeat stopped loses it after the stale time, and learns it if it lives."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+
+import pytest
+
+from correlake.lake import journal, lock
+
+BEAT, STALE = 0.02, 1.0  # a stale time that a loaded machine's beats still meet
+
+
+@pytest.fixture(autouse=True)
+def short_times(monkeypatch):
+    monkeypatch.setattr(lock, "LOCK_HEARTBEAT_SECONDS", BEAT)
+    monkeypatch.setattr(lock, "LOCK_STALE_SECONDS", STALE)
+
+
+def other_host(started: float = 0) -> dict:
+    return {"pid": os.getpid(), "host": "another-host", "started": started}  # its pid not checked here
+
+
+def test_a_live_holder_is_not_taken_over_however_old_its_lock(tmp_path):
+    with lock.run_lock(str(tmp_path)):
+        path = lock.lock_path(str(tmp_path))
+        started = json.loads(path.read_text())["started"]
+        while time.time() - started < 1.5 * STALE:
+            assert lock._take(str(tmp_path), other_host()) is not None
+            time.sleep(BEAT)
+        assert json.loads(path.read_text())["started"] == started
+        with pytest.raises(lock.LakeBusy):
+            lock.check_free(str(tmp_path))
+
+
+def test_a_lock_whose_heartbeat_stopped_is_taken_over_after_the_stale_time(tmp_path):
+    (tmp_path / "_state").mkdir()
+    path = lock.lock_path(str(tmp_path))
+    path.write_text(json.dumps(other_host(started=time.time())))  # written once, never refreshed
+    with pytest.raises(lock.LakeBusy, match="another-host"):
+        lock.check_free(str(tmp_path))
+    os.utime(path, (time.time() - 2 * STALE,) * 2)
+    with lock.run_lock(str(tmp_path)):
+        assert json.loads(path.read_text())["host"] != "another-host"
+
+
+def test_the_heartbeat_stops_when_the_lock_is_released(tmp_path):
+    with lock.run_lock(str(tmp_path)):
+        beating = [t for t in threading.enumerate() if t.name.startswith("correlake-lock-heartbeat")]
+        assert len(beating) == 1 and beating[0].daemon
+        mtime = lock.lock_path(str(tmp_path)).stat().st_mtime_ns
+        while lock.lock_path(str(tmp_path)).stat().st_mtime_ns == mtime:  # it beats
+            time.sleep(BEAT / 4)
+    assert not beating[0].is_alive()
+    assert not lock.lock_path(str(tmp_path)).exists()
+    lock.check_held(str(tmp_path))  # no lock held: nothing to have lost
+
+
+def test_a_holder_that_lost_its_lock_notices_and_publishes_nothing(tmp_path, caplog):
+    successor = other_host(started=time.time())
+    with caplog.at_level(logging.ERROR, logger=lock.__name__):
+        with lock.run_lock(str(tmp_path)):
+            heartbeat = lock._held[tmp_path.resolve()]
+            lock.check_held(str(tmp_path))
+            lock.lock_path(str(tmp_path)).write_text(json.dumps(successor))  # taken over, as stale
+            for _ in range(2):  # at once (the lock file read), and once the heartbeat has found out
+                with pytest.raises(lock.LockLost, match="lost the lock"):
+                    with journal.journalled(None, str(tmp_path), "run-1"):  # before it writes anything
+                        pass
+                assert heartbeat.lost.wait(timeout=2)
+            assert not (tmp_path / "_state" / "inflight.json").exists()
+    assert "lost the lake's lock" in caplog.text
+    assert json.loads(lock.lock_path(str(tmp_path)).read_text()) == successor  # the successor's, kept
+
+
+@pytest.mark.parametrize("command", [["run", "--landing", "{landing}"], ["maintain"]])
+def test_a_lake_on_object_storage_is_refused_before_any_work(tmp_path, capsys, command):
+    from correlake.interfaces import cli
+
+    (tmp_path / "messages").mkdir()
+    args = [part.format(landing=tmp_path) for part in command]
+    assert cli.main([*args, "--lake", "s3a://bucket/lake"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "s3a://" in err and "object storage is not supported" in err
