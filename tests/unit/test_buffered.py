@@ -11,7 +11,7 @@ from datetime import datetime, timedelta
 
 import duckdb
 
-from correlake.lake.sqlfiles import buffered, render
+from correlake.lake.sqlfiles import buffered, fill
 from correlake.semantics.buffer import deadline, is_buffered
 
 T0 = 1_767_225_600_000  # 2026-01-01, epoch millis
@@ -50,6 +50,6 @@ def test_sql_and_python_agree_on_timestamps_as_gold_holds_them():
 
 def test_the_status_of_an_accepted_uncorrelated_message_is_the_predicate():
     rows = [(i, ttl, d, t, None, 0) for i, (ttl, d, t) in enumerate(grid())]
-    got = _sql(render("message_status"), rows,
+    got = _sql(fill("message_status"), rows,
                "i INTEGER, ttl_ms BIGINT, deadline BIGINT, as_of BIGINT, duplicate_of BIGINT, correlation_count INT")
     assert got == ["BUFFERED" if is_buffered(ttl, d, t) else "EXPIRED" for ttl, d, t in grid()]

@@ -9,7 +9,7 @@ import duckdb
 from hypothesis import HealthCheck, given, note, seed, settings
 from hypothesis import strategies as st
 
-from correlake.lake.sqlfiles import render
+from correlake.lake.sqlfiles import fill
 from correlake.semantics.uniqueness import dedup_messages
 from correlake.semantics import order
 from correlake.semantics.engine import correlate_partition
@@ -62,7 +62,7 @@ def statuses(messages: list[dict], duplicate_of: dict, correlations: list[dict],
     rows = ", ".join(f"({m['position']}, {sql(duplicate_of[m['position']])}, "
                      f"{sum(c['message_key'] == m['position'] for c in correlations)}, {m['ttl_ms']}, "
                      f"{m['published_at'] + m['ttl_ms']}, {as_of})" for m in messages)
-    return dict(DB.execute(f"SELECT message_key, {render('message_status')} FROM (VALUES {rows}) "
+    return dict(DB.execute(f"SELECT message_key, {fill('message_status')} FROM (VALUES {rows}) "
                            "AS m(message_key, duplicate_of, correlation_count, ttl_ms, deadline, as_of)").fetchall())
 
 

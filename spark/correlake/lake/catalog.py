@@ -49,7 +49,7 @@ def views() -> dict[str, View]:
     for name, text in texts.items():
         doc = " ".join(line.removeprefix("--").strip() for line in itertools.takewhile(
             lambda line: line.startswith("--"), text.splitlines()))
-        body = sqlfiles.render(f"views/{name}")
+        body = sqlfiles.fill(f"views/{name}")
         found[name] = View(name, doc, body, frozenset(_names_in(body, [*TABLE_NAMES, *texts]) - {name}))
     order = TopologicalSorter({name: view.reads & found.keys() for name, view in found.items()}).static_order()
     return {name: found[name] for name in order}
