@@ -9,8 +9,6 @@ Environment variables:
                             (default: 127.0.0.1, nothing reachable from the network; for a
                             cluster, an address of this host its executors reach)
   CORRELAKE_SHUFFLE_PARTITIONS, CORRELAKE_DRIVER_MEMORY
-  CORRELAKE_JAVA_OPTIONS    extra options of the driver's JVM (e.g. -XX:TieredStopAtLevel=1 for a
-                            short-lived process: less JIT work for a single run)
   CORRELAKE_MAX_QUARANTINE_RATIO   default gate threshold (0.01)
   CORRELAKE_DRIVER          socket of a long-lived driver (`correlake serve`) to run on
 
@@ -121,7 +119,6 @@ class SparkSettings:
     driver_memory: str = field(default_factory=lambda: _env("CORRELAKE_DRIVER_MEMORY", "3g"))
     extra_conf: dict = field(default_factory=lambda: parse_conf(_env("CORRELAKE_SPARK_CONF", "")))
     bind_address: str = field(default_factory=lambda: _env("CORRELAKE_SPARK_BIND_ADDRESS", "127.0.0.1"))
-    java_options: str = field(default_factory=lambda: _env("CORRELAKE_JAVA_OPTIONS", ""))
 
 
 def parse_conf(text: str) -> dict:

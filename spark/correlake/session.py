@@ -73,8 +73,7 @@ def get_spark(settings: SparkSettings | None = None):
         "spark.sql.codegen.cache.maxEntries": "2000",
         # The throughput collector: a run's checkpointed frames keep much of the heap live,
         # on which G1 would mark concurrently all the time, on one of few cores.
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG} -XX:+UseParallelGC "
-                                         f"{settings.java_options}".rstrip(),
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG} -XX:+UseParallelGC",
     }
     conf.update(settings.extra_conf)
     builder = SparkSession.builder.master(settings.master).appName("correlake")

@@ -27,9 +27,6 @@ from generators import combine, generate_cases
 from helpers import project, read_gold, versions, write_jsonl
 
 CRASH_POINTS = ("bronze", "silver", "merge")
-# A child JVM lives for part of one run: C1's code is enough there, C2's compiling would
-# cost it a third more CPU (measured: 103 s -> 72 s of JVM CPU for a cold run of this world)
-CHILD_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 HERE = Path(__file__).parents[1]  # tests/, where crash_child.py is
 
 
@@ -74,8 +71,7 @@ def test_a_run_killed_anywhere_is_rolled_back_and_the_next_run_converges(spark, 
     lakes = {point: copy_lake(base, tmp_path / point) for point in CRASH_POINTS}
     spawn = lambda point: subprocess.Popen(  # noqa: E731
         [sys.executable, "crash_child.py", str(landing), lakes[point], point],
-        cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "CORRELAKE_JAVA_OPTIONS": CHILD_JAVA_OPTIONS})
+        cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     procs = {point: spawn(point) for point in ("bronze", "merge")}  # two child JVMs at a time: one per core
     outputs = {"bronze": procs["bronze"].communicate(timeout=600)[0]}
     procs["silver"] = spawn("silver")  # on the core the bronze child, first to die, left
