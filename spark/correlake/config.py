@@ -66,7 +66,15 @@ TABLES = {
     "messages": "gold/messages",
     "subscriptions": "gold/subscriptions",
     "message_started_instances": "gold/message_started_instances",
+    "outbox": "delivery/outbox",  # one event per gold correlation, written with gold (docs/delivery.md)
 }
+# What `correlake deliver` writes, under its own lock: not a run's tables (a run neither
+# journals nor checks them, so delivery and runs never wait for each other).
+DELIVERY_TABLES = {
+    "delivery_state": "delivery/state",
+    "delivery_attempts": "delivery/attempts",
+}
+DELIVERY_PARTITIONS = 8  # the outbox's `partition`: a stable hash of (tenant_id, correlation_key) mod this
 GOLD_TABLES = ("correlations", "messages", "subscriptions", "message_started_instances")
 # Silver's tables that MERGEs restate mark replaced rows in deletion vectors instead of
 # rewriting files. The contract's tables (bronze, quarantine, gold) have none: that table
@@ -167,7 +175,7 @@ def validate() -> None:
 
 def table_path(lake: str | Path, name: str) -> str:
     """Absolute path of a lake table (Delta's SQL path identifiers must be absolute)."""
-    return str((Path(lake) / TABLES[name]).resolve())
+    return str((Path(lake) / (TABLES | DELIVERY_TABLES)[name]).resolve())
 
 
 def lake_state_dir(lake: str | Path) -> Path:

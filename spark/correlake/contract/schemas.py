@@ -54,6 +54,15 @@ STARTED_INSTANCE = struct(
     ("process_instance_key", S), ("tenant_id", S), ("bpmn_process_id", S), ("process_version", I),
     ("message_key", L), ("correlation_key", S), ("started_at", T), ("ended_at", T),
 )
+# Delivery (contract revision 2, docs/delivery.md). `payload` is the event's JSON text.
+OUTBOX = struct(
+    ("event_id", S), ("kind", S), ("tenant_id", S), ("correlation_key", S), ("message_key", L),
+    ("bpmn_process_id", S), ("sequence", L), ("partition", I), ("payload", S), ("_run_id", S),
+)
+DELIVERY_STATE = struct(
+    ("event_id", S), ("status", S), ("attempts", I), ("next_attempt_at", T), ("last_error", S), ("updated_at", T),
+)
+DELIVERY_ATTEMPT = struct(("event_id", S), ("attempt", I), ("at", T), ("outcome", S), ("detail", S))
 GOLD = {
     "correlations": CORRELATION,
     "messages": MESSAGE,

@@ -49,6 +49,30 @@ def begin(lake: str, run_id: str) -> None:
 
 def commit(lake: str) -> None:
     journal_path(lake).unlink(missing_ok=True)
+    mark_published(lake)
+
+
+def published_path(lake: str) -> Path:
+    return lake_state_dir(lake) / "published.json"
+
+
+def mark_published(lake: str) -> None:
+    """Record every table's version as published: what readers outside the lake lock (the
+    delivery pass) read, so that they never see a run's writes before it finished, nor
+    writes a failed run rolled back. Called once no run is in flight (a commit, a rollback)."""
+    versions = {name: version(table_path(lake, name)) for name in TABLES}
+    state_dir(lake)
+    write_atomic(published_path(lake), json.dumps({"versions": versions}))
+
+
+def published_version(lake: str, name: str) -> int | None:
+    """The table's version as the last finished run left it (None: no run finished yet, or
+    the record cannot be read). A time-travel read of it is consistent with gold."""
+    try:
+        value = json.loads(published_path(lake).read_text())["versions"][name]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return value if isinstance(value, int) and value >= 0 else None
 
 
 def rollback(spark: SparkSession, lake: str) -> str | None:
@@ -72,6 +96,7 @@ def rollback(spark: SparkSession, lake: str) -> str | None:
             elif version(path) != before:
                 spark.sql(f"RESTORE TABLE {delta_table(path)} TO VERSION AS OF {before}")
         journal.unlink()
+        mark_published(lake)
     return run_id
 
 

@@ -74,6 +74,8 @@ def maintain(spark: SparkSession, lake_dir: str, retain_hours: float | None = No
         with _retention_check_lifted(spark, retain_hours is not None):
             result.tables = run_concurrently([lambda n=name: _table(spark, n, paths[n], retain_hours, dry_run)
                                               for name in paths])
+        if not dry_run:  # readers of published versions (delivery) read the compacted ones
+            journal.mark_published(lake_dir)
         validations = old_validations(lake_dir, DELTA_RETAIN_HOURS if retain_hours is None else retain_hours)
         result.validations = len(validations)
         if not dry_run:
