@@ -16,3 +16,7 @@ class Terminated(KeyboardInterrupt):
 def first_line(error: BaseException) -> str:
     """An error's first line (a Spark error's class and message, not its plan or stack)."""
     return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)
+
+
+class DeliveryError(Exception):
+    """A sink that cannot be used at all (a bad URL, a refused declaration): exit 2."""

@@ -4,6 +4,8 @@ twin of `partition_of` is `transforms/outbox.py`'s; a test holds them equal."""
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
+from typing import Protocol
 
 CORRELATED, RETRACTED = "CORRELATED", "RETRACTED"
 # delivery/state's statuses; the final ones never change again (a dead letter is requeued
@@ -23,3 +25,40 @@ def key_hash(tenant_id: str, correlation_key: str) -> int:
 def partition_of(tenant_id: str, correlation_key: str, partitions: int) -> int:
     """The partition of an ordering key among `partitions`."""
     return key_hash(tenant_id, correlation_key) % partitions
+
+
+@dataclass(frozen=True)
+class Event:
+    """One outbox event as a sink sends it: `body` is its JSON (UTF-8), `partition` the one
+    this pass routes it to (also the body's)."""
+    event_id: str
+    kind: str
+    tenant_id: str
+    correlation_key: str
+    message_key: int
+    sequence: int
+    partition: int
+    body: bytes
+
+
+ACK, RETRY, REJECT = "ACK", "RETRY", "REJECT"  # a sink's verdicts: acknowledged, recoverable, not recoverable
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one sent event; `detail` names it for delivery/attempts (never a secret)."""
+    event_id: str
+    verdict: str
+    detail: str = ""
+
+
+class Sink(Protocol):
+    """Where events go. `send` never raises for an event's own failure: each event gets an
+    Outcome (RETRY when the sink is unreachable), in the order given."""
+
+    def prepare(self, partitions: int) -> None:
+        """Set up the destination (declare exchange and queues); raise DeliveryError if unusable."""
+
+    def send(self, events: list[Event]) -> list[Outcome]: ...
+
+    def close(self) -> None: ...
