@@ -85,6 +85,15 @@ QUERIES = {
                files, records_read, quarantined, coalesce(date_format(as_of, {TIME}), '-') AS as_of, summary
         FROM runs ORDER BY finished_at DESC LIMIT 10""",
 }
+# Delivery (docs/delivery.md): only for a lake whose events a `correlake deliver` pass has seen.
+DELIVERY_QUERIES = {
+    "delivery_status": """
+        SELECT status AS label, count(*) AS n FROM delivery_events GROUP BY status ORDER BY n DESC, label""",
+    "delivery_latency": "SELECT * FROM delivery_latency ORDER BY acked DESC, bpmn_process_id, kind LIMIT 12",
+    "dead_letters": """
+        SELECT concat(status, ': ', coalesce(reason, '-')) AS label, count(*) AS n FROM dead_letters
+        GROUP BY 1 ORDER BY n DESC, label LIMIT 10""",
+}
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -117,8 +126,9 @@ def gather(spark, lake: str) -> dict[str, list[dict]]:
     """The result rows of every report query (small aggregates)."""
     from correlake.lake.catalog import register
 
-    register(spark, lake, list(QUERIES.values()))
-    return {name: [row.asDict() for row in spark.sql(sql).collect()] for name, sql in QUERIES.items()}
+    registered = register(spark, lake, [*QUERIES.values(), *DELIVERY_QUERIES.values()])
+    queries = QUERIES | (DELIVERY_QUERIES if "delivery_events" in registered else {})
+    return {name: [row.asDict() for row in spark.sql(sql).collect()] for name, sql in queries.items()}
 
 
 # -- the page ----------------------------------------------------------------------
@@ -149,6 +159,7 @@ def page(data: dict[str, list[dict]], lake: str) -> str:
               "(view duplicate_rejections).", _duplicates(data["duplicates"])),
         _card("Quarantine reasons", "Input lines that were not ingested, by reason (table quarantine).",
               _bars(data["quarantine"], charts.PALETTE[1])),
+        _delivery(data),
     ]
     return PAGE.format(
         title=escape(f"correlake report — {lake}"), lake=escape(str(Path(lake).resolve())), as_of=escape(as_of),
@@ -275,6 +286,18 @@ def _runs(rows: list[dict], lake: str) -> str:
         + _table(["run", "finished", "files", "lines read", "quarantined", "as_of"],
                  [[r["run_id"], r["finished"], r["files"], r["records_read"], r["quarantined"], r["as_of"]]
                   for r in rows]))
+
+
+def _delivery(data: dict[str, list[dict]]) -> str:
+    about = "Events sent by `correlake deliver`, by status; from correlation to acknowledgement; dead letters."
+    if "delivery_status" not in data:
+        return _card("Delivery", about, '<p class="no-data">no delivery pass has run on this lake</p>', wide=True)
+    latency = [[r["bpmn_process_id"], r["kind"], r["acked"], _duration(r["p50_s"]), _duration(r["p90_s"]),
+                _duration(r["p99_s"]), _duration(r["max_s"])] for r in data["delivery_latency"]]
+    body = (_bars(data["delivery_status"], charts.PALETTE[0])
+            + _table(["process", "kind", "acknowledged", "p50", "p90", "p99", "max"], latency)
+            + "<h3>Dead letters (view dead_letters)</h3>" + _bars(data["dead_letters"], charts.PALETTE[1]))
+    return _card("Delivery", about + " (views delivery_events, delivery_latency, dead_letters)", body, wide=True)
 
 
 def _suites() -> dict[str, int]:
