@@ -21,13 +21,13 @@ from correlake.lake import journal
 TENANT = "<default>"
 
 
-def event(tenant: str, key: str, sequence: int, message_key: int) -> dict:
+def event(tenant: str, key: str, sequence: int, message_key: int, variables: dict | None = None) -> dict:
     """An outbox row; its payload starts with the event's fields, as a run writes it."""
     event_id = hashlib.sha256(f"{tenant}\0{key}\0{sequence}".encode()).hexdigest()
     partition = partition_of(tenant, key, DELIVERY_PARTITIONS)
     payload = {"event_id": event_id, "kind": CORRELATED, "sequence": sequence, "partition": partition,
                "tenant_id": tenant, "correlation_key": key, "message_key": message_key,
-               "variables": {"n": sequence}}
+               "variables": variables or {"n": sequence}}
     return {"event_id": event_id, "kind": CORRELATED, "tenant_id": tenant, "correlation_key": key,
             "message_key": message_key, "bpmn_process_id": "p", "sequence": sequence, "partition": partition,
             "payload": json.dumps(payload, separators=(",", ":")), "_run_id": "r1"}

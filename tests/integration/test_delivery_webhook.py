@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 import os
 import shutil
 import signal
@@ -99,7 +100,6 @@ def test_every_event_acknowledged_once_in_key_order(lake, receiver, capsys):
     assert f"{len(ROWS)} sent, {len(ROWS)} acknowledged, 0 to retry, 0 dead letters" in out
     assert f"ACKED {len(ROWS)}, AWAITED 0" in out
     for headers, body in receiver.headers:  # routed by this pass's 3 partitions, not the outbox's 8
-        import json
         sent = json.loads(body)
         assert sent["partition"] == partition_of(sent["tenant_id"], sent["correlation_key"], 3)
         assert headers["Idempotency-Key"] == sent["event_id"] and headers["Content-Type"] == "application/json"
@@ -251,3 +251,44 @@ def test_delivery_tables_read_by_spark(lake, receiver, spark):
         theirs = [r.asDict() for r in spark.read.format("delta").load(table_path(lake, name)).collect()]
         key = (lambda r: r["event_id"]) if name == "delivery_state" else (lambda r: (r["event_id"], r["attempt"]))
         assert len(theirs) == len(ours) and sorted(map(key, theirs)) == sorted(map(key, ours))
+
+
+def test_a_later_run_s_events_are_delivered_and_nothing_else_again(lake, receiver):
+    deliver(lake, receiver)
+    later = [event(TENANT, "order-0", 4, 4), event(TENANT, "order-9", 1, 91)]
+    write_outbox(lake, later)  # as the next run publishes them
+    receiver.reset()
+    assert deliver(lake, receiver)[0] == 0
+    assert sorted(r[0] for r in receiver.requests) == sorted(r["event_id"] for r in later)
+    assert statuses(lake) == {"ACKED": len(ROWS) + 2}
+    receiver.reset()
+    assert deliver(lake, receiver)[0] == 0 and receiver.requests == []
+
+
+class HoldingQueue:
+    """A queue sink whose queues of the old partitions still hold events."""
+    sent = []
+
+    def drained(self, old_partitions: int) -> bool:
+        return False
+
+    def prepare(self, partitions: int) -> None:
+        pass
+
+    def send(self, events):
+        self.sent.extend(events)
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+def test_other_partitions_wait_until_the_sink_drained_the_old_ones(lake, receiver):
+    from correlake.delivery import deliver as delivery
+
+    receiver.script[EVENT[(TENANT, "order-0", 1)]] = [503]
+    deliver(lake, receiver, "--partitions", "8", "--retry-base", "3600", "--max-seconds", "1")
+    before = state(lake)
+    result = delivery.deliver(lake, HoldingQueue(), delivery.Settings(partitions=4))
+    assert result.note.startswith("the last pass routed by 8 partitions") and HoldingQueue.sent == []
+    assert state(lake) == before and result.statuses["AWAITED"] == 1

@@ -87,7 +87,7 @@ def _pass(lake: str, sink: Sink, settings: Settings, started: float) -> PassResu
         return result
     sink.prepare(settings.partitions)
     outbox = tables.Outbox(lake, result.outbox_version)
-    ledger = _load(lake, outbox, settings)
+    ledger = _load(lake, outbox, result.outbox_version, settings)
     result.tally, result.statuses = ledger.tally, ledger.counts
     while True:
         moment = now()
@@ -115,18 +115,28 @@ def _pass(lake: str, sink: Sink, settings: Settings, started: float) -> PassResu
 def _partitions_usable(lake: str, sink: Sink, partitions: int, result: PassResult) -> bool:
     """Whether this pass may route by `partitions`: the same N as the last pass, or a sink
     that holds no event the old N routed. Records N before anything is sent by it."""
-    path = state_dir(lake) / "delivery.json"
-    try:
-        old = json.loads(path.read_text())["partitions"]
-    except (OSError, ValueError, KeyError, TypeError):
-        old = None
+    old = _marks(lake).get("partitions")
     if old not in (None, partitions) and not sink.drained(old):
         result.note = (f"the last pass routed by {old} partitions and the sink still holds events of them: "
                        f"nothing was sent (run with --partitions {old}, or again once they are consumed)")
         return False
     if old != partitions:
-        write_atomic(path, json.dumps({"partitions": partitions}))
+        _mark(lake, partitions=partitions)
     return True
+
+
+def _marks(lake: str) -> dict:
+    """`_state/delivery.json`: the last pass's `partitions`; `registered`, the outbox version
+    whose events all have their `delivery/state` rows (and that table's id)."""
+    try:
+        marks = json.loads((state_dir(lake) / "delivery.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return marks if isinstance(marks, dict) else {}
+
+
+def _mark(lake: str, **values) -> None:
+    write_atomic(state_dir(lake) / "delivery.json", json.dumps(_marks(lake) | values))
 
 
 def _record(lake: str, ledger: Ledger, moment: datetime) -> None:
@@ -135,18 +145,27 @@ def _record(lake: str, ledger: Ledger, moment: datetime) -> None:
     tables.merge_state(lake, state)
 
 
-def _load(lake: str, outbox: tables.Outbox, settings: Settings) -> Ledger:
-    """The ledger of the outbox's non-final events. New events get their PENDING rows; dead
-    letters to requeue become PENDING again, with a REQUEUED attempt."""
+def _load(lake: str, outbox: tables.Outbox, version: int, settings: Settings) -> Ledger:
+    """The ledger of the outbox's non-final events. New events get their PENDING rows (the
+    outbox version registered last needs no look for them); dead letters to requeue become
+    PENDING again, with a REQUEUED attempt."""
     moment = now()
+    policy = Policy(settings.ttl_seconds, settings.retry_base, settings.retry_cap)
     state = tables.read_state(lake)
-    keys, files = outbox.keys()
-    new = pc.invert(pc.is_in(keys["event_id"], value_set=state["event_id"]))
-    tables.append_state(lake, [_pending(event_id, moment) for event_id in keys["event_id"].filter(new).to_pylist()])
     counts = _counts(state)
-    counts[PENDING] += pc.sum(new).as_py() or 0
     open_rows = {row["event_id"]: row for row in state.filter(
         pc.invert(pc.is_in(state["status"], value_set=pa.array(FINAL)))).to_pylist()}
+    registered = _marks(lake).get("registered") == _registration(lake, version)
+    if registered and not open_rows and not settings.requeue:
+        return Ledger([], counts, policy)  # nothing to send: the outbox need not be read
+    keys, files = outbox.keys()
+    if registered:
+        new = pa.repeat(False, keys.num_rows)
+    else:
+        new = pc.invert(pc.is_in(keys["event_id"], value_set=state["event_id"]))
+        tables.append_state(lake, [_pending(i, moment) for i in keys["event_id"].filter(new).to_pylist()])
+        _mark(lake, registered=_registration(lake, version))
+    counts[PENDING] += pc.sum(new).as_py() or 0
     requeued = _requeue(lake, state, keys, settings.requeue, moment) if settings.requeue else []
     for row in requeued:
         counts[row.pop("_was")] -= 1
@@ -161,9 +180,13 @@ def _load(lake: str, outbox: tables.Outbox, settings: Settings) -> Ledger:
         events.append(Tracked(row["event_id"], (row["tenant_id"], row["correlation_key"]), row["message_key"],
                               row["sequence"], row["file"], st.get("status", PENDING), st.get("attempts", 0),
                               st.get("next_attempt_at"), st.get("last_error"), started.get(row["event_id"])))
-    ledger = Ledger(events, counts, Policy(settings.ttl_seconds, settings.retry_base, settings.retry_cap))
+    ledger = Ledger(events, counts, policy)
     ledger.tally["requeued"] = len(requeued)
     return ledger
+
+
+def _registration(lake: str, version: int) -> dict:
+    return {"outbox_version": version, "state_table": tables.table_id(lake, "delivery_state")}
 
 
 def _counts(state: pa.Table) -> Counter:

@@ -115,6 +115,12 @@ def compact(lake: str) -> list[str]:
     return done
 
 
+def table_id(lake: str, name: str) -> str | None:
+    """The table's id (a new one if it is deleted and made again); None: no table."""
+    table = _table(lake, name)
+    return table.metadata().id if table else None
+
+
 def status_counts(state: pa.Table) -> dict[str, int]:
     counts = pc.value_counts(state["status"]).to_pylist() if state.num_rows else []
     return {c["values"]: c["counts"] for c in counts}

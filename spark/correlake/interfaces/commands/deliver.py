@@ -21,7 +21,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         help="route each ordering key to one of N partitions (default %(default)s)")
     parser.add_argument("--max-seconds", type=options.seconds, default=config.DELIVERY_MAX_SECONDS,
                         help="start no new round after this long (default %(default)s)")
-    parser.add_argument("--timeout", type=options.seconds, default=config.WEBHOOK_TIMEOUT_SECONDS,
+    parser.add_argument("--timeout", type=options.time_limit, default=config.WEBHOOK_TIMEOUT_SECONDS,
                         help="a webhook call's time limit, in seconds (default %(default)s)")
     parser.add_argument("--retry-base", type=options.seconds, default=config.DELIVERY_RETRY_BASE_SECONDS,
                         help="back-off of a retry: uniform(0, min(cap, base*2^(attempt-1))) s (default %(default)s)")
@@ -75,6 +75,6 @@ def _sink(args: argparse.Namespace):
         raise UsageError("--sink rabbitmq needs --amqp-url")
     try:
         from correlake.delivery.rabbitmq import RabbitMQSink
-    except ImportError:
-        raise DeliveryError("rabbitmq sink not available") from None
+    except ImportError as exc:
+        raise DeliveryError(f"rabbitmq sink not available ({exc})") from None
     return RabbitMQSink(args.amqp_url)
