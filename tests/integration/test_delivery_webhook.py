@@ -292,3 +292,12 @@ def test_other_partitions_wait_until_the_sink_drained_the_old_ones(lake, receive
     result = delivery.deliver(lake, HoldingQueue(), delivery.Settings(partitions=4))
     assert result.note.startswith("the last pass routed by 8 partitions") and HoldingQueue.sent == []
     assert state(lake) == before and result.statuses["AWAITED"] == 1
+
+
+def test_a_pass_compacts_tables_with_many_files(lake, receiver, monkeypatch):
+    monkeypatch.setattr("correlake.delivery.tables.DELIVERY_COMPACT_FILES", 2)
+    assert deliver(lake, receiver)[0] == 0  # 3 rounds: 3 appends to attempts
+    appended = DeltaTable(table_path(lake, "delivery_attempts"))  # a file per round, then one
+    assert len(appended.file_uris()) == 1 and "OPTIMIZE" in [h["operation"] for h in appended.history(4)]
+    assert len(DeltaTable(table_path(lake, "delivery_state")).file_uris()) <= 3  # a MERGE rewrites what it touches
+    assert statuses(lake) == {"ACKED": len(ROWS)} and len(attempts(lake)) == len(ROWS)

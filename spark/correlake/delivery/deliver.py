@@ -28,6 +28,7 @@ from correlake.lake import journal
 from correlake.lake.files import Held, flocked, state_dir, write_atomic
 
 STATUSES = (PENDING, SENT, ACKED, AWAITED, CANCELLED, EXPIRED)
+OPEN = tuple(s for s in STATUSES if s not in FINAL)
 
 
 class DeliveryBusy(RuntimeError):
@@ -83,7 +84,7 @@ def _pass(lake: str, sink: Sink, settings: Settings, started: float) -> PassResu
     if result.outbox_version is None:
         result.note = "nothing to deliver yet: no run has published the outbox"
     if result.outbox_version is None or not _partitions_usable(lake, sink, settings.partitions, result):
-        result.statuses = _counts(tables.read_state(lake))
+        result.statuses = _counts(lake)
         return result
     sink.prepare(settings.partitions)
     outbox = tables.Outbox(lake, result.outbox_version)
@@ -148,35 +149,35 @@ def _record(lake: str, ledger: Ledger, moment: datetime) -> None:
 def _load(lake: str, outbox: tables.Outbox, version: int, settings: Settings) -> Ledger:
     """The ledger of the outbox's non-final events. New events get their PENDING rows (the
     outbox version registered last needs no look for them); dead letters to requeue become
-    PENDING again, with a REQUEUED attempt."""
+    PENDING again, with a REQUEUED attempt. Reads only what is not final (and the statuses)."""
     moment = now()
     policy = Policy(settings.ttl_seconds, settings.retry_base, settings.retry_cap)
-    state = tables.read_state(lake)
-    counts = _counts(state)
-    open_rows = {row["event_id"]: row for row in state.filter(
-        pc.invert(pc.is_in(state["status"], value_set=pa.array(FINAL)))).to_pylist()}
-    registered = _marks(lake).get("registered") == _registration(lake, version)
-    if registered and not open_rows and not settings.requeue:
-        return Ledger([], counts, policy)  # nothing to send: the outbox need not be read
-    keys, files = outbox.keys()
-    if registered:
-        new = pa.repeat(False, keys.num_rows)
-    else:
-        new = pc.invert(pc.is_in(keys["event_id"], value_set=state["event_id"]))
-        tables.append_state(lake, [_pending(i, moment) for i in keys["event_id"].filter(new).to_pylist()])
+    counts = _counts(lake)
+    open_rows = {row["event_id"]: row for row in tables.read_state(lake, statuses=OPEN).to_pylist()}
+    new = pa.array([], pa.string())
+    if _marks(lake).get("registered") != _registration(lake, version):
+        ids = outbox.ids()
+        known = tables.read_state(lake, ["event_id"])["event_id"]
+        new = ids.filter(pc.invert(pc.is_in(ids, value_set=known))).combine_chunks()
+        tables.append_state(lake, [_pending(event_id, moment) for event_id in new.to_pylist()])
         _mark(lake, registered=_registration(lake, version))
-    counts[PENDING] += pc.sum(new).as_py() or 0
-    requeued = _requeue(lake, state, keys, settings.requeue, moment) if settings.requeue else []
+        counts[PENDING] += len(new)
+    dead = tables.read_state(lake, statuses=DEAD_LETTERS) if settings.requeue else None
+    wanted = [new, pa.array(list(open_rows), pa.string())] + ([dead["event_id"].combine_chunks()] if dead else [])
+    if not sum(map(len, wanted)):
+        return Ledger([], counts, policy)  # nothing to send: the outbox need not be read
+    keys = outbox.keys(pa.concat_arrays(wanted))
+    requeued = _requeue(lake, dead, keys, settings.requeue, moment) if dead else []
     for row in requeued:
         counts[row.pop("_was")] -= 1
         counts[PENDING] += 1
         open_rows[row["event_id"]] = row
-    live = keys.append_column("file", files).filter(
-        pc.or_(new, pc.is_in(keys["event_id"], value_set=pa.array(list(open_rows), pa.string()))))
-    started = clocks(tables.read_attempts(lake, [i for i, r in open_rows.items() if r["attempts"]]).to_pylist())
-    events = []
-    for row in live.to_pylist():
-        st = open_rows.get(row["event_id"], {})
+    started = clocks(tables.read_attempts(lake, OPEN).to_pylist())
+    new_ids, events = set(new.to_pylist()), []
+    for row in keys.to_pylist():
+        if (st := open_rows.get(row["event_id"])) is None and row["event_id"] not in new_ids:
+            continue  # a dead letter not requeued
+        st = st or {}
         events.append(Tracked(row["event_id"], (row["tenant_id"], row["correlation_key"]), row["message_key"],
                               row["sequence"], row["file"], st.get("status", PENDING), st.get("attempts", 0),
                               st.get("next_attempt_at"), st.get("last_error"), started.get(row["event_id"])))
@@ -189,9 +190,9 @@ def _registration(lake: str, version: int) -> dict:
     return {"outbox_version": version, "state_table": tables.table_id(lake, "delivery_state")}
 
 
-def _counts(state: pa.Table) -> Counter:
+def _counts(lake: str) -> Counter:
     counts = Counter(dict.fromkeys(STATUSES, 0))
-    counts.update(tables.status_counts(state))
+    counts.update(tables.status_counts(lake))
     return counts
 
 
@@ -200,16 +201,16 @@ def _pending(event_id: str, moment: datetime) -> dict:
             "last_error": None, "updated_at": moment}
 
 
-def _requeue(lake: str, state: pa.Table, keys: pa.Table, requeue: Requeue, moment: datetime) -> list[dict]:
+def _requeue(lake: str, dead: pa.Table, keys: pa.Table, requeue: Requeue, moment: datetime) -> list[dict]:
     """The dead letters `requeue` names back to PENDING (their attempts go on counting; the
     ttl counts again from their next attempt): their new rows, each with `_was`, its old status."""
-    chosen = pc.is_in(state["status"], value_set=pa.array(DEAD_LETTERS))
+    chosen = pa.repeat(True, dead.num_rows)
     if requeue.event_id is not None:
-        chosen = pc.and_(chosen, pc.equal(state["event_id"], requeue.event_id))
+        chosen = pc.equal(dead["event_id"], requeue.event_id)
     if requeue.message_key is not None:
         group = keys["event_id"].filter(pc.equal(keys["message_key"], requeue.message_key))
-        chosen = pc.and_(chosen, pc.is_in(state["event_id"], value_set=group))
-    rows = state.filter(chosen).to_pylist()
+        chosen = pc.is_in(dead["event_id"], value_set=group)
+    rows = dead.filter(chosen).to_pylist()
     tables.merge_state(lake, [_pending(r["event_id"], moment) | {"attempts": r["attempts"]} for r in rows])
     tables.append_attempts(lake, [{"event_id": r["event_id"], "attempt": r["attempts"], "at": moment,
                                    "outcome": REQUEUED, "detail": f"was {r['status']}: {r['last_error']}"}

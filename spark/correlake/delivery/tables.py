@@ -6,9 +6,8 @@ from __future__ import annotations
 from functools import cache
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.dataset as ds
-from deltalake import DeltaTable, write_deltalake
+from deltalake import DeltaTable, QueryBuilder, write_deltalake
 
 from correlake.config import DELIVERY_COMPACT_FILES, table_path
 from correlake.contract import schemas
@@ -36,20 +35,25 @@ def _table(lake: str, name: str, version: int | None = None) -> DeltaTable | Non
 
 
 class Outbox:
-    """The outbox at one version: every event's ordering columns, and the bodies of given
-    events, read from the files that hold them only."""
+    """The outbox at one version, read by file (pyarrow streams each through its filter:
+    the rows kept are held, not the file)."""
 
     def __init__(self, lake: str, version: int):
         table = _table(lake, "outbox", version)
         self.fragments = list(table.to_pyarrow_dataset().get_fragments()) if table else []
 
-    def keys(self) -> tuple[pa.Table, pa.Array]:
-        """OUTBOX_KEYS of every event, and the index of the file each is in."""
-        parts = [f.to_table(columns=list(OUTBOX_KEYS)) for f in self.fragments]
-        files = pa.array([i for i, part in enumerate(parts) for _ in range(part.num_rows)], pa.int32())
-        if not parts:
-            return arrow_schema("outbox").empty_table().select(list(OUTBOX_KEYS)), files
-        return pa.concat_tables(parts), files
+    def ids(self) -> pa.ChunkedArray:
+        """Every event's id."""
+        return pa.chunked_array([f.to_table(columns=["event_id"])["event_id"] for f in self.fragments], pa.string())
+
+    def keys(self, event_ids: pa.Array) -> pa.Table:
+        """OUTBOX_KEYS of these events, and `file`: the index of the file each is in."""
+        wanted = ds.field("event_id").isin(event_ids)
+        parts = [f.to_table(columns=list(OUTBOX_KEYS), filter=wanted) for f in self.fragments]
+        parts = [part.append_column("file", pa.repeat(pa.scalar(i, pa.int32()), part.num_rows))
+                 for i, part in enumerate(parts)]
+        empty = arrow_schema("outbox").empty_table().select(list(OUTBOX_KEYS))
+        return pa.concat_tables(parts) if parts else empty.append_column("file", pa.array([], pa.int32()))
 
     def bodies(self, by_file: dict[int, list[str]]) -> dict[str, dict]:
         """OUTBOX_BODY of the events named per file index, by event_id."""
@@ -61,18 +65,41 @@ class Outbox:
         return found
 
 
-def read_state(lake: str) -> pa.Table:
-    table = _table(lake, "delivery_state")
-    return table.to_pyarrow_table() if table else arrow_schema("delivery_state").empty_table()
+def _query(lake: str, names: dict[str, str], sql: str) -> pa.Table | None:
+    """A SQL query (DataFusion, in delta-rs) over delivery tables registered under the
+    given aliases; None if one of them does not exist yet. (DataFusion rather than pyarrow's
+    dataset: delta-rs's MERGE writes string_view columns, which pyarrow's filters refuse.)"""
+    builder = QueryBuilder()
+    for alias, name in names.items():
+        table = _table(lake, name)
+        if table is None:
+            return None
+        builder.register(alias, table)
+    return pa.table(builder.execute(sql))
 
 
-def read_attempts(lake: str, event_ids: list[str]) -> pa.Table:
-    """The attempts of these events (event_id, at, outcome)."""
-    table = _table(lake, "delivery_attempts")
-    if table is None or not event_ids:
-        return arrow_schema("delivery_attempts").empty_table().select(["event_id", "at", "outcome"])
-    return table.to_pyarrow_dataset().to_table(columns=["event_id", "at", "outcome"],
-                                               filter=ds.field("event_id").isin(event_ids))
+def _quoted(values) -> str:
+    return ", ".join("'" + value.replace("'", "''") + "'" for value in values)
+
+
+def read_state(lake: str, columns: list[str] | None = None, statuses: tuple[str, ...] | None = None) -> pa.Table:
+    """`delivery/state`'s `columns` (default: all), of the events in `statuses` (default: all)."""
+    schema = arrow_schema("delivery_state")
+    columns = columns or schema.names
+    where = f" WHERE status IN ({_quoted(statuses)})" if statuses else ""
+    found = _query(lake, {"s": "delivery_state"}, f"SELECT {', '.join(columns)} FROM s{where}")
+    target = pa.schema([schema.field(c) for c in columns])
+    return target.empty_table() if found is None else found.cast(target)
+
+
+def read_attempts(lake: str, statuses: tuple[str, ...]) -> pa.Table:
+    """The attempts (event_id, at, outcome) of the events in `statuses` that have any."""
+    sql = ("SELECT a.event_id, a.at, a.outcome FROM a JOIN s ON a.event_id = s.event_id "
+           f"WHERE s.status IN ({_quoted(statuses)}) AND s.attempts > 0")
+    found = _query(lake, {"a": "delivery_attempts", "s": "delivery_state"}, sql)
+    target = arrow_schema("delivery_attempts")
+    target = pa.schema([target.field(c) for c in ("event_id", "at", "outcome")])
+    return target.empty_table() if found is None else found.cast(target)
 
 
 def _rows(name: str, rows: list[dict]) -> pa.Table:
@@ -104,13 +131,15 @@ def append_attempts(lake: str, rows: list[dict]) -> None:
 
 def compact(lake: str) -> list[str]:
     """Compact the delivery tables that have more than DELIVERY_COMPACT_FILES files (each
-    round adds one or two), with a checkpoint: which ones were."""
+    round adds one or two), with a checkpoint, and vacuum them (the table's retention, 7 days
+    by default, enforced): which ones were."""
     done = []
     for name in ("delivery_state", "delivery_attempts"):
         table = _table(lake, name)
         if table is not None and len(table.file_uris()) > DELIVERY_COMPACT_FILES:
             table.optimize.compact()
             table.create_checkpoint()
+            table.vacuum(dry_run=False)
             done.append(name)
     return done
 
@@ -121,6 +150,7 @@ def table_id(lake: str, name: str) -> str | None:
     return table.metadata().id if table else None
 
 
-def status_counts(state: pa.Table) -> dict[str, int]:
-    counts = pc.value_counts(state["status"]).to_pylist() if state.num_rows else []
-    return {c["values"]: c["counts"] for c in counts}
+def status_counts(lake: str) -> dict[str, int]:
+    """How many events `delivery/state` has in each status."""
+    found = _query(lake, {"s": "delivery_state"}, "SELECT status, count(*) AS n FROM s GROUP BY status")
+    return {} if found is None else {row["status"]: row["n"] for row in found.to_pylist()}
