@@ -301,3 +301,15 @@ def test_a_pass_compacts_tables_with_many_files(lake, receiver, monkeypatch):
     assert len(appended.file_uris()) == 1 and "OPTIMIZE" in [h["operation"] for h in appended.history(4)]
     assert len(DeltaTable(table_path(lake, "delivery_state")).file_uris()) <= 3  # a MERGE rewrites what it touches
     assert statuses(lake) == {"ACKED": len(ROWS)} and len(attempts(lake)) == len(ROWS)
+
+
+def test_a_refused_connection_is_retried_later(lake, capsys):
+    from helpers import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens there
+    code = cli.main(["deliver", "--lake", lake, "--sink", "webhook", "--url", url, "--retry-base", "3600",
+                     "--max-seconds", "1"])
+    assert code == 0 and "0 acknowledged" in capsys.readouterr().out
+    heads = [r for r in state(lake).values() if r["status"] == "AWAITED"]
+    assert len(heads) == 7 and {r["last_error"] for r in heads} == {"connection refused"}
+    assert {(a["outcome"], a["detail"]) for a in attempts(lake)} == {("RETRY", "connection refused")}

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from correlake import config
 from correlake.delivery import tables
-from correlake.delivery.events import (DEAD_LETTERS, FINAL, PENDING, SENT, ACKED, AWAITED, CANCELLED, EXPIRED,
+from correlake.delivery.events import (ACKED, AWAITED, CANCELLED, DEAD_LETTERS, EXPIRED, FINAL, PENDING, SENT,
                                        Event, Sink, partition_of)
 from correlake.delivery.ledger import REQUEUED, Ledger, Policy, Tracked, clocks
 from correlake.lake import journal
