@@ -11,6 +11,7 @@ Environment variables:
   CORRELAKE_SHUFFLE_PARTITIONS, CORRELAKE_DRIVER_MEMORY
   CORRELAKE_MAX_QUARANTINE_RATIO   default gate threshold (0.01)
   CORRELAKE_DRIVER          socket of a long-lived driver (`correlake serve`) to run on
+  CORRELAKE_WEBHOOK_SECRET  the webhook sink's HMAC-SHA256 key (never printed nor logged)
 
 The constants below are fixed defaults (tests patch them), e.g. the lake lock's heartbeat
 (LOCK_HEARTBEAT_SECONDS) and stale time (LOCK_STALE_SECONDS): docs/lake.md.
@@ -75,6 +76,14 @@ DELIVERY_TABLES = {
     "delivery_attempts": "delivery/attempts",
 }
 DELIVERY_PARTITIONS = 8  # the outbox's `partition`: a stable hash of (tenant_id, correlation_key) mod this
+# `correlake deliver`'s defaults (docs/delivery.md), each an option of the command
+DELIVERY_TTL_SECONDS = 24 * 3600  # an event not acknowledged this long after its first attempt expires
+DELIVERY_RETRY_BASE_SECONDS = 1.0  # a retry waits uniform(0, min(cap, base * 2^(attempt-1)))
+DELIVERY_RETRY_CAP_SECONDS = 300.0
+DELIVERY_MAX_SECONDS = 60.0  # a pass starts no new round after this long
+DELIVERY_COMPACT_FILES = 64  # a delivery table with more files than this is compacted at a pass's end
+WEBHOOK_TIMEOUT_SECONDS = 10.0  # one POST's connect and response time
+WEBHOOK_SECRET_ENV = "CORRELAKE_WEBHOOK_SECRET"
 GOLD_TABLES = ("correlations", "messages", "subscriptions", "message_started_instances")
 # Silver's tables that MERGEs restate mark replaced rows in deletion vectors instead of
 # rewriting files. The contract's tables (bronze, quarantine, gold) have none: that table

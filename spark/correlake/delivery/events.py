@@ -59,6 +59,11 @@ class Sink(Protocol):
     def prepare(self, partitions: int) -> None:
         """Set up the destination (declare exchange and queues); raise DeliveryError if unusable."""
 
+    def drained(self, old_partitions: int) -> bool:
+        """Called before `prepare` when the last pass used `old_partitions` and this one
+        another N: whether no event routed by the old N waits in the destination any more
+        (so that none of a key's events can overtake another). False: the pass sends nothing."""
+
     def send(self, events: list[Event]) -> list[Outcome]: ...
 
     def close(self) -> None: ...

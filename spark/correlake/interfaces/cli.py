@@ -1,4 +1,4 @@
-"""The `correlake` command line: run, rebuild, demo, maintain, serve, sql, report."""
+"""The `correlake` command line: run, rebuild, demo, maintain, deliver, serve, sql, report."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import traceback
 
 from correlake.config import ConfigError, validate
 from correlake.errors import EXIT_ERROR, EXIT_USAGE, Terminated, UsageError
-from correlake.interfaces.commands import demo, maintain, rebuild, report, run, serve, sql
+from correlake.interfaces.commands import deliver, demo, maintain, rebuild, report, run, serve, sql
 
-COMMANDS = (run, rebuild, demo, maintain, serve, sql, report)
+COMMANDS = (run, rebuild, demo, maintain, deliver, serve, sql, report)
 
 
 def build_parser() -> argparse.ArgumentParser:

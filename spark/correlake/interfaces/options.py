@@ -23,6 +23,7 @@ def _number(low: float, high: float, what: str, kind=float):
 ratio = _number(0.0, 1.0, "between 0 and 1")
 hours = _number(0.0, 876_000, "a number of hours from 0 to 876000 (100 years)")
 seconds = _number(0.0, math.inf, "a number of seconds, 0 or more")
+time_limit = _number(0.001, math.inf, "a number of seconds, 0.001 or more")
 count = _number(0, math.inf, "a whole number, 0 or more", int)
 positive = _number(1, math.inf, "a whole number, 1 or more", int)
 

@@ -24,13 +24,21 @@ def write_atomic(path: Path, text: str) -> None:
         Path(tmp).unlink(missing_ok=True)
 
 
+class Held(RuntimeError):
+    """Another process holds the `flock` that was asked for without waiting."""
+
+
 @contextmanager
-def flocked(path: Path):
+def flocked(path: Path, wait: bool = True):
     """Hold an exclusive `flock` on `path` (created if need be) while the block runs: one
-    process at a time. Released when the block ends, or its process dies."""
+    process at a time. Released when the block ends, or its process dies. Without `wait`,
+    raises Held at once when another process holds it."""
     fd = os.open(path, os.O_CREAT | os.O_RDWR, 0o644)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB))
+        except BlockingIOError:
+            raise Held(f"{path} is held by another process") from None
         yield
     finally:
         os.close(fd)

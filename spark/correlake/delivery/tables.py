@@ -1,0 +1,156 @@
+"""The delivery tables through delta-rs (no Spark, no JVM): the outbox read at its published
+version, `delivery/state` merged by `event_id`, `delivery/attempts` appended."""
+
+from __future__ import annotations
+
+from functools import cache
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+from deltalake import DeltaTable, QueryBuilder, write_deltalake
+
+from correlake.config import DELIVERY_COMPACT_FILES, table_path
+from correlake.contract import schemas
+
+# The outbox's columns a pass needs for every event (never `payload`: read for the sent ones only)
+OUTBOX_KEYS = ("event_id", "tenant_id", "correlation_key", "message_key", "sequence")
+OUTBOX_BODY = ("event_id", "kind", "partition", "payload")
+
+
+@cache
+def arrow_schema(name: str) -> pa.Schema:
+    """A delivery table's schema as Arrow (times: microseconds, UTC)."""
+    from pyspark.sql.pandas.types import to_arrow_schema  # no JVM: the type mapping only
+
+    struct = {"outbox": schemas.OUTBOX, "delivery_state": schemas.DELIVERY_STATE,
+              "delivery_attempts": schemas.DELIVERY_ATTEMPT}[name]
+    return to_arrow_schema(struct, timezone="UTC")
+
+
+def _table(lake: str, name: str, version: int | None = None) -> DeltaTable | None:
+    path = table_path(lake, name)
+    if not DeltaTable.is_deltatable(path):
+        return None
+    return DeltaTable(path) if version is None else DeltaTable(path, version=version)
+
+
+class Outbox:
+    """The outbox at one version, read by file (pyarrow streams each through its filter:
+    the rows kept are held, not the file)."""
+
+    def __init__(self, lake: str, version: int):
+        table = _table(lake, "outbox", version)
+        self.fragments = list(table.to_pyarrow_dataset().get_fragments()) if table else []
+
+    def ids(self) -> pa.ChunkedArray:
+        """Every event's id."""
+        return pa.chunked_array([f.to_table(columns=["event_id"])["event_id"] for f in self.fragments], pa.string())
+
+    def keys(self, event_ids: pa.Array) -> pa.Table:
+        """OUTBOX_KEYS of these events, and `file`: the index of the file each is in."""
+        wanted = ds.field("event_id").isin(event_ids)
+        parts = [f.to_table(columns=list(OUTBOX_KEYS), filter=wanted) for f in self.fragments]
+        parts = [part.append_column("file", pa.repeat(pa.scalar(i, pa.int32()), part.num_rows))
+                 for i, part in enumerate(parts)]
+        empty = arrow_schema("outbox").empty_table().select(list(OUTBOX_KEYS))
+        return pa.concat_tables(parts) if parts else empty.append_column("file", pa.array([], pa.int32()))
+
+    def bodies(self, by_file: dict[int, list[str]]) -> dict[str, dict]:
+        """OUTBOX_BODY of the events named per file index, by event_id."""
+        found = {}
+        for file, ids in by_file.items():
+            part = self.fragments[file].to_table(columns=list(OUTBOX_BODY),
+                                                 filter=ds.field("event_id").isin(ids))
+            found.update((row["event_id"], row) for row in part.to_pylist())
+        return found
+
+
+def _query(lake: str, names: dict[str, str], sql: str) -> pa.Table | None:
+    """A SQL query (DataFusion, in delta-rs) over delivery tables registered under the
+    given aliases; None if one of them does not exist yet. (DataFusion rather than pyarrow's
+    dataset: delta-rs's MERGE writes string_view columns, which pyarrow's filters refuse.)"""
+    builder = QueryBuilder()
+    for alias, name in names.items():
+        table = _table(lake, name)
+        if table is None:
+            return None
+        builder.register(alias, table)
+    return pa.table(builder.execute(sql))
+
+
+def _quoted(values) -> str:
+    return ", ".join("'" + value.replace("'", "''") + "'" for value in values)
+
+
+def read_state(lake: str, columns: list[str] | None = None, statuses: tuple[str, ...] | None = None) -> pa.Table:
+    """`delivery/state`'s `columns` (default: all), of the events in `statuses` (default: all)."""
+    schema = arrow_schema("delivery_state")
+    columns = columns or schema.names
+    where = f" WHERE status IN ({_quoted(statuses)})" if statuses else ""
+    found = _query(lake, {"s": "delivery_state"}, f"SELECT {', '.join(columns)} FROM s{where}")
+    target = pa.schema([schema.field(c) for c in columns])
+    return target.empty_table() if found is None else found.cast(target)
+
+
+def read_attempts(lake: str, statuses: tuple[str, ...]) -> pa.Table:
+    """The attempts (event_id, at, outcome) of the events in `statuses` that have any."""
+    sql = ("SELECT a.event_id, a.at, a.outcome FROM a JOIN s ON a.event_id = s.event_id "
+           f"WHERE s.status IN ({_quoted(statuses)}) AND s.attempts > 0")
+    found = _query(lake, {"a": "delivery_attempts", "s": "delivery_state"}, sql)
+    target = arrow_schema("delivery_attempts")
+    target = pa.schema([target.field(c) for c in ("event_id", "at", "outcome")])
+    return target.empty_table() if found is None else found.cast(target)
+
+
+def _rows(name: str, rows: list[dict]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=arrow_schema(name))
+
+
+def append_state(lake: str, rows: list[dict]) -> None:
+    """Add rows of events not in `delivery/state` yet (no MERGE: they are new)."""
+    if rows:
+        write_deltalake(table_path(lake, "delivery_state"), _rows("delivery_state", rows), mode="append")
+
+
+def merge_state(lake: str, rows: list[dict]) -> None:
+    """Upsert rows of `delivery/state` by event_id: only the files that hold them are rewritten."""
+    if not rows:
+        return
+    table = _table(lake, "delivery_state")
+    if table is None:
+        return append_state(lake, rows)
+    (table.merge(_rows("delivery_state", rows), predicate="t.event_id = s.event_id", source_alias="s",
+                 target_alias="t")
+     .when_matched_update_all().when_not_matched_insert_all().execute())
+
+
+def append_attempts(lake: str, rows: list[dict]) -> None:
+    if rows:
+        write_deltalake(table_path(lake, "delivery_attempts"), _rows("delivery_attempts", rows), mode="append")
+
+
+def compact(lake: str) -> list[str]:
+    """Compact the delivery tables that have more than DELIVERY_COMPACT_FILES files (each
+    round adds one or two), with a checkpoint, and vacuum them (the table's retention, 7 days
+    by default, enforced): which ones were."""
+    done = []
+    for name in ("delivery_state", "delivery_attempts"):
+        table = _table(lake, name)
+        if table is not None and len(table.file_uris()) > DELIVERY_COMPACT_FILES:
+            table.optimize.compact()
+            table.create_checkpoint()
+            table.vacuum(dry_run=False)
+            done.append(name)
+    return done
+
+
+def table_id(lake: str, name: str) -> str | None:
+    """The table's id (a new one if it is deleted and made again); None: no table."""
+    table = _table(lake, name)
+    return table.metadata().id if table else None
+
+
+def status_counts(lake: str) -> dict[str, int]:
+    """How many events `delivery/state` has in each status."""
+    found = _query(lake, {"s": "delivery_state"}, "SELECT status, count(*) AS n FROM s GROUP BY status")
+    return {} if found is None else {row["status"]: row["n"] for row in found.to_pylist()}

@@ -1,0 +1,145 @@
+"""The webhook sink: each event POSTed to one URL (contract, *Webhook*), one lane per
+partition, each lane with its own kept-alive connection, the lanes at once.
+
+Any 2xx acknowledges; 408, 425, 429, 5xx, a timeout or a connection that fails is retried
+later; any other status rejects the event (its group is cancelled). Standard library only."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import http.client
+import socket
+from concurrent.futures import ThreadPoolExecutor
+from urllib.parse import unquote, urlsplit
+
+from correlake.config import WEBHOOK_TIMEOUT_SECONDS
+from correlake.delivery.events import ACK, REJECT, RETRY, Event, Outcome
+from correlake.errors import DeliveryError
+
+RECOVERABLE = frozenset({408, 425, 429})
+DETAIL_CHARS = 200  # of a response's body, in delivery/attempts' `detail`
+# A kept-alive connection the server closed meanwhile fails before any answer: sent again
+# at once on a new connection rather than counted as a failed attempt.
+STALE_CONNECTION = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
+
+
+def masked(url: str) -> str:
+    """The URL with its password (if any) as `***`: what may be printed or logged."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=f"{parts.username}:***@{host}").geturl()
+
+
+def signature(secret: bytes, body: bytes) -> str:
+    """The X-Correlake-Signature header's value."""
+    return "sha256=" + hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+class WebhookSink:
+    def __init__(self, url: str, secret: str | None = None, timeout: float = WEBHOOK_TIMEOUT_SECONDS):
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise DeliveryError(f"webhook URL {masked(url)!r}: must be http:// or https:// with a host")
+        try:
+            self.port = parts.port
+        except ValueError:
+            raise DeliveryError(f"webhook URL {masked(url)!r}: bad port") from None
+        self.https, self.host = parts.scheme == "https", parts.hostname
+        self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self.authorization = None
+        if parts.username is not None:
+            user_pass = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+            self.authorization = "Basic " + base64.b64encode(user_pass).decode()
+        self.secret = secret.encode() if secret else None
+        self.timeout = timeout
+        self.connections: dict[int, http.client.HTTPConnection] = {}
+        self.pool: ThreadPoolExecutor | None = None
+
+    def __repr__(self) -> str:  # never the secret nor the password
+        return f"WebhookSink({'https' if self.https else 'http'}://{self.host}{self.target})"
+
+    def drained(self, old_partitions: int) -> bool:
+        """Always: a webhook holds nothing back, order is kept by sending a key's next event
+        only after its last one's acknowledgement."""
+        return True
+
+    def prepare(self, partitions: int) -> None:
+        self.pool = ThreadPoolExecutor(max_workers=partitions, thread_name_prefix="webhook")
+
+    def send(self, events: list[Event]) -> list[Outcome]:
+        lanes: dict[int, list[Event]] = {}
+        for event in events:
+            lanes.setdefault(event.partition, []).append(event)
+        done = {}
+        for outcomes in self.pool.map(self._lane, lanes.values()):
+            done.update((o.event_id, o) for o in outcomes)
+        return [done[event.event_id] for event in events]
+
+    def _lane(self, events: list[Event]) -> list[Outcome]:
+        return [self._post(event) for event in events]
+
+    def _post(self, event: Event) -> Outcome:
+        headers = {"Content-Type": "application/json", "Idempotency-Key": event.event_id}
+        if self.secret:
+            headers["X-Correlake-Signature"] = signature(self.secret, event.body)
+        if self.authorization:
+            headers["Authorization"] = self.authorization
+        for fresh in (False, True):
+            connection, reused = self._connection(event.partition, fresh)
+            try:
+                connection.request("POST", self.target, body=event.body, headers=headers)
+                response = connection.getresponse()
+                text = response.read(64 * 1024).decode("utf-8", "replace")
+                if response.will_close or not response.isclosed():
+                    self._drop(event.partition)
+                return Outcome(event.event_id, verdict(response.status),
+                               f"HTTP {response.status} {response.reason} {text[:DETAIL_CHARS]}".strip())
+            except STALE_CONNECTION as exc:
+                self._drop(event.partition)
+                if reused and not fresh:
+                    continue
+                return Outcome(event.event_id, RETRY, _failure(exc))
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop(event.partition)
+                what = f"no answer within {self.timeout:g} s" if isinstance(exc, TimeoutError) else _failure(exc)
+                return Outcome(event.event_id, RETRY, what)
+        raise AssertionError("unreachable")
+
+    def _connection(self, lane: int, fresh: bool) -> tuple[http.client.HTTPConnection, bool]:
+        """The lane's connection, and whether it was used before (a new one if `fresh`)."""
+        if fresh:
+            self._drop(lane)
+        if lane in self.connections:
+            return self.connections[lane], True
+        kind = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        self.connections[lane] = kind(self.host, self.port, timeout=self.timeout)
+        return self.connections[lane], False
+
+    def _drop(self, lane: int) -> None:
+        connection = self.connections.pop(lane, None)
+        if connection is not None:
+            connection.close()
+
+    def close(self) -> None:
+        if self.pool:
+            self.pool.shutdown()
+        for lane in list(self.connections):
+            self._drop(lane)
+
+
+def verdict(status: int) -> str:
+    if 200 <= status < 300:
+        return ACK
+    return RETRY if status in RECOVERABLE or 500 <= status < 600 else REJECT
+
+
+def _failure(exc: BaseException) -> str:
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, socket.gaierror):
+        return f"host not found ({exc.strerror})"
+    return f"{type(exc).__name__}: {exc}".rstrip(": ")

@@ -1,0 +1,80 @@
+"""`correlake deliver`: one bounded pass that sends the outbox's due events to a sink."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from correlake import config
+from correlake.errors import EXIT_OK, EXIT_USAGE, DeliveryError, UsageError
+from correlake.interfaces import options
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    parser = sub.add_parser("deliver", help="send the outbox's due events to a webhook or RabbitMQ, in order per key")
+    options.add_lake(parser)
+    parser.add_argument("--sink", required=True, choices=("webhook", "rabbitmq"), help="where the events go")
+    parser.add_argument("--url", help="the webhook's URL (http:// or https://); secret: $" + config.WEBHOOK_SECRET_ENV)
+    parser.add_argument("--amqp-url", help="the RabbitMQ broker (amqp:// or amqps://)")
+    parser.add_argument("--partitions", type=options.positive, default=config.DELIVERY_PARTITIONS, metavar="N",
+                        help="route each ordering key to one of N partitions (default %(default)s)")
+    parser.add_argument("--max-seconds", type=options.seconds, default=config.DELIVERY_MAX_SECONDS,
+                        help="start no new round after this long (default %(default)s)")
+    parser.add_argument("--timeout", type=options.time_limit, default=config.WEBHOOK_TIMEOUT_SECONDS,
+                        help="a webhook call's time limit, in seconds (default %(default)s)")
+    parser.add_argument("--retry-base", type=options.seconds, default=config.DELIVERY_RETRY_BASE_SECONDS,
+                        help="back-off of a retry: uniform(0, min(cap, base*2^(attempt-1))) s (default %(default)s)")
+    parser.add_argument("--retry-cap", type=options.seconds, default=config.DELIVERY_RETRY_CAP_SECONDS,
+                        help="the longest back-off, in seconds (default %(default)s)")
+    parser.add_argument("--delivery-ttl", type=options.seconds, default=config.DELIVERY_TTL_SECONDS,
+                        metavar="SECONDS", help="an event not acknowledged this long after its first attempt "
+                        "expires (default %(default)s)")
+    parser.add_argument("--requeue-dead-letters", action="store_true",
+                        help="first put dead letters (CANCELLED, EXPIRED) back to PENDING")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--event-id", help="with --requeue-dead-letters: only this event")
+    which.add_argument("--message-key", type=int, help="with --requeue-dead-letters: only this message's events")
+    return parser
+
+
+def main(args: argparse.Namespace) -> int:
+    from correlake.delivery import deliver as delivery
+    from correlake.lake import preflight
+
+    preflight.require_folder(args.lake)
+    if (args.event_id is not None or args.message_key is not None) and not args.requeue_dead_letters:
+        raise UsageError("--event-id and --message-key go with --requeue-dead-letters")
+    requeue = delivery.Requeue(args.event_id, args.message_key) if args.requeue_dead_letters else None
+    settings = delivery.Settings(args.partitions, args.max_seconds, args.delivery_ttl, args.retry_base,
+                                 args.retry_cap, requeue)
+    try:
+        sink = _sink(args)
+        try:
+            result = delivery.deliver(args.lake, sink, settings)
+        finally:
+            sink.close()
+    except DeliveryError as exc:
+        print(f"correlake: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except delivery.DeliveryBusy as exc:  # the other pass delivers: nothing is wrong
+        print(f"correlake: {exc}", file=sys.stderr)
+        return EXIT_OK
+    print(delivery.summary(result))
+    return EXIT_OK
+
+
+def _sink(args: argparse.Namespace):
+    if args.sink == "webhook":
+        from correlake.delivery.webhook import WebhookSink
+
+        if not args.url:
+            raise UsageError("--sink webhook needs --url")
+        return WebhookSink(args.url, os.environ.get(config.WEBHOOK_SECRET_ENV) or None, args.timeout)
+    if not args.amqp_url:
+        raise UsageError("--sink rabbitmq needs --amqp-url")
+    try:
+        from correlake.delivery.rabbitmq import RabbitMQSink
+    except ImportError as exc:
+        raise DeliveryError(f"rabbitmq sink not available ({exc})") from None
+    return RabbitMQSink(args.amqp_url)

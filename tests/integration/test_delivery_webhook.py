@@ -1,0 +1,315 @@
+"""`correlake deliver --sink webhook` against a real HTTP receiver in this process: order per
+key, retries, group cancellation, timeouts, expiry, requeue, the lock, the signature, a
+killed pass. No Spark but in the last test: the outbox is written with delta-rs."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+
+from correlake.config import table_path
+from correlake.delivery.events import partition_of
+from correlake.interfaces import cli
+from correlake.lake.files import flocked, state_dir
+from delivery_helpers import TENANT, Receiver, event, write_outbox
+
+FAST_RETRY = ["--retry-base", "0.01", "--retry-cap", "0.05"]
+GROUP = 21  # order-2's first two events: one message correlated twice
+
+
+def _rows() -> list[dict]:
+    rows = [event(TENANT, f"order-{k}", s, GROUP if (k, s) == (2, 2) else k * 10 + s)
+            for k in range(6) for s in (1, 2, 3)]
+    return rows + [event("t2", "order-0", s, 100 + s) for s in (1, 2)]
+
+
+ROWS = _rows()
+EVENT = {(r["tenant_id"], r["correlation_key"], r["sequence"]): r["event_id"] for r in ROWS}
+
+
+@pytest.fixture(scope="module")
+def outbox_lake(tmp_path_factory) -> Path:
+    lake = tmp_path_factory.mktemp("outbox") / "lake"
+    write_outbox(str(lake), ROWS)
+    return lake
+
+
+@pytest.fixture
+def lake(outbox_lake, tmp_path) -> str:
+    """A copy of the outbox lake, nothing delivered yet."""
+    return str(shutil.copytree(outbox_lake, tmp_path / "lake"))
+
+
+@pytest.fixture(scope="module")
+def module_receiver():
+    receiver = Receiver()
+    yield receiver
+    receiver.close()
+
+
+@pytest.fixture
+def receiver(module_receiver):
+    module_receiver.reset()
+    return module_receiver
+
+
+def deliver(lake: str, receiver: Receiver, *options: str, capsys=None) -> tuple[int, str]:
+    code = cli.main(["deliver", "--lake", lake, "--sink", "webhook", "--url", receiver.url, *options])
+    return code, capsys.readouterr().out if capsys else ""
+
+
+def state(lake: str) -> dict[str, dict]:
+    return {r["event_id"]: r for r in DeltaTable(table_path(lake, "delivery_state")).to_pyarrow_table().to_pylist()}
+
+
+def attempts(lake: str) -> list[dict]:
+    rows = DeltaTable(table_path(lake, "delivery_attempts")).to_pyarrow_table().to_pylist()
+    return sorted(rows, key=lambda r: (r["at"], r["event_id"]))
+
+
+def statuses(lake: str) -> Counter:
+    return Counter(r["status"] for r in state(lake).values())
+
+
+def assert_in_order(receiver: Receiver) -> None:
+    """Each key's requests in sequence order: a later event only after the earlier one's end."""
+    for key, sequences in receiver.sequences().items():
+        assert sequences == sorted(sequences), key
+
+
+def test_every_event_acknowledged_once_in_key_order(lake, receiver, capsys):
+    code, out = deliver(lake, receiver, "--partitions", "3", capsys=capsys)
+    assert code == 0
+    assert set(receiver.applied) == set(EVENT.values()) and len(receiver.requests) == len(ROWS)
+    assert all(sequences == sorted(set(sequences)) for sequences in receiver.sequences().values())
+    assert statuses(lake) == {"ACKED": len(ROWS)}
+    assert all(r["attempts"] == 1 and r["last_error"] is None for r in state(lake).values())
+    assert [a["outcome"] for a in attempts(lake)] == ["ACK"] * len(ROWS)
+    assert f"{len(ROWS)} sent, {len(ROWS)} acknowledged, 0 to retry, 0 dead letters" in out
+    assert f"ACKED {len(ROWS)}, AWAITED 0" in out
+    for headers, body in receiver.headers:  # routed by this pass's 3 partitions, not the outbox's 8
+        sent = json.loads(body)
+        assert sent["partition"] == partition_of(sent["tenant_id"], sent["correlation_key"], 3)
+        assert headers["Idempotency-Key"] == sent["event_id"] and headers["Content-Type"] == "application/json"
+        assert "X-Correlake-Signature" not in headers
+    assert deliver(lake, receiver)[0] == 0 and len(receiver.requests) == len(ROWS)  # nothing due: nothing sent
+
+
+def test_retries_then_acknowledged_and_the_key_waits(lake, receiver, capsys):
+    head = EVENT[(TENANT, "order-1", 1)]
+    receiver.script[head] = [500, 503, 429]
+    code, out = deliver(lake, receiver, *FAST_RETRY, capsys=capsys)
+    assert code == 0 and "3 to retry" in out
+    assert receiver.sequences()[(TENANT, "order-1")] == [1, 1, 1, 1, 2, 3]
+    assert statuses(lake) == {"ACKED": len(ROWS)} and state(lake)[head]["attempts"] == 4
+    tried = [(a["attempt"], a["outcome"], a["detail"]) for a in attempts(lake) if a["event_id"] == head]
+    assert tried == [(1, "RETRY", "HTTP 500 Internal Server Error"), (2, "RETRY", "HTTP 503 Service Unavailable"),
+                     (3, "RETRY", "HTTP 429 Too Many Requests"), (4, "ACK", "HTTP 200 OK")]
+
+
+def test_a_retry_not_due_waits_for_the_next_pass(lake, receiver, capsys):
+    head = EVENT[(TENANT, "order-3", 1)]
+    receiver.script[head] = [502]
+    code, out = deliver(lake, receiver, "--retry-base", "3600", "--retry-cap", "3600", "--max-seconds", "2",
+                        capsys=capsys)
+    assert code == 0 and "AWAITED 1" in out and "PENDING 2" in out  # the key's later events wait
+    row = state(lake)[head]
+    assert row["status"] == "AWAITED" and row["next_attempt_at"] is not None and row["last_error"].startswith("HTTP 502")
+    assert receiver.sequences()[(TENANT, "order-3")] == [1]
+
+
+def test_a_rejection_cancels_its_group_only(lake, receiver, capsys):
+    first, second = EVENT[(TENANT, "order-2", 1)], EVENT[(TENANT, "order-2", 2)]
+    receiver.script[first] = [400]
+    code, out = deliver(lake, receiver, capsys=capsys)
+    assert code == 0 and "2 dead letters" in out and "CANCELLED 2" in out
+    rows = state(lake)
+    assert rows[first]["status"] == rows[second]["status"] == "CANCELLED"
+    assert rows[first]["last_error"] == "HTTP 400 Bad Request"
+    assert rows[second]["last_error"].startswith(f"cancelled with its group (message_key {GROUP}): event {first}")
+    assert receiver.sequences()[(TENANT, "order-2")] == [1, 3]  # the group's second never sent; the key goes on
+    assert {e for e, r in rows.items() if r["status"] == "ACKED"} == set(EVENT.values()) - {first, second}
+    assert [(a["event_id"], a["outcome"]) for a in attempts(lake) if a["outcome"] in ("REJECT", "CANCELLED")] == \
+        [(first, "REJECT"), (second, "CANCELLED")]
+
+
+def test_an_answer_slower_than_the_timeout_is_retried(lake, receiver):
+    slow = EVENT[(TENANT, "order-4", 2)]
+    receiver.script[slow] = [(200, 1.5)]
+    assert deliver(lake, receiver, "--timeout", "0.3", *FAST_RETRY)[0] == 0
+    assert statuses(lake) == {"ACKED": len(ROWS)}
+    tried = [(a["outcome"], a["detail"]) for a in attempts(lake) if a["event_id"] == slow]
+    assert tried == [("RETRY", "no answer within 0.3 s"), ("ACK", "HTTP 200 OK")]
+    assert receiver.sequences()[(TENANT, "order-4")] == [1, 2, 2, 3]
+
+
+def test_expiry_unblocks_the_key_and_requeue_delivers_the_dead_letter(lake, receiver, capsys):
+    stuck = EVENT[(TENANT, "order-5", 1)]
+    receiver.script[stuck] = [500] * 1000
+    code, out = deliver(lake, receiver, "--delivery-ttl", "0.5", "--retry-base", "0.05", "--retry-cap", "0.1",
+                        capsys=capsys)
+    assert code == 0 and "EXPIRED 1" in out
+    row = state(lake)[stuck]
+    assert row["status"] == "EXPIRED" and row["last_error"].startswith("not acknowledged within 0.5 s")
+    assert receiver.sequences()[(TENANT, "order-5")][-2:] == [2, 3]
+    assert statuses(lake) == {"ACKED": len(ROWS) - 1, "EXPIRED": 1}
+
+    receiver.reset()
+    code, out = deliver(lake, receiver, "--requeue-dead-letters", "--event-id", stuck, capsys=capsys)
+    assert code == 0 and "1 requeued" in out and "1 acknowledged" in out
+    assert receiver.requests[0][0] == stuck and len(receiver.requests) == 1  # after its key's later events
+    assert statuses(lake) == {"ACKED": len(ROWS)}
+    assert [a["outcome"] for a in attempts(lake) if a["event_id"] == stuck][-3:] == ["EXPIRED", "REQUEUED", "ACK"]
+
+
+def test_requeue_by_message_key(lake, receiver, capsys):
+    receiver.script[EVENT[(TENANT, "order-2", 1)]] = [404]
+    deliver(lake, receiver)
+    assert statuses(lake)["CANCELLED"] == 2
+    code, out = deliver(lake, receiver, "--requeue-dead-letters", "--message-key", str(GROUP), capsys=capsys)
+    assert code == 0 and "2 requeued" in out and statuses(lake) == {"ACKED": len(ROWS)}
+    assert receiver.sequences()[(TENANT, "order-2")] == [1, 3, 1, 2]
+
+
+def test_a_second_pass_at_the_same_time_sends_nothing(lake, receiver, capsys):
+    with flocked(state_dir(lake) / "delivery.lock"):
+        code, _ = deliver(lake, receiver)
+    err = capsys.readouterr().err
+    assert code == 0 and "another delivery pass holds" in err and "sent nothing" in err
+    assert receiver.requests == [] and not Path(table_path(lake, "delivery_state")).exists()
+
+
+def test_signature_verifies_and_the_secret_is_never_shown(lake, receiver, capsys, monkeypatch):
+    secret = "s3cret-of-the-hook"
+    monkeypatch.setenv("CORRELAKE_WEBHOOK_SECRET", secret)
+    receiver.script[EVENT[(TENANT, "order-0", 1)]] = [500]
+    code, out = deliver(lake, receiver, *FAST_RETRY, capsys=capsys)
+    assert code == 0
+    for headers, body in receiver.headers:
+        want = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        assert hmac.compare_digest(headers["X-Correlake-Signature"], want)
+    shown = out + capsys.readouterr().err + repr(attempts(lake)) + repr(state(lake))
+    assert secret not in shown
+
+
+def test_usage_errors_exit_2_and_hide_passwords(lake, receiver, capsys, tmp_path):
+    assert cli.main(["deliver", "--lake", lake, "--sink", "webhook", "--url", "ftp://u:pw@host/x"]) == 2
+    err = capsys.readouterr().err
+    assert "must be http:// or https://" in err and "pw" not in err and "u:***@host" in err
+    assert cli.main(["deliver", "--lake", str(tmp_path / "none"), "--sink", "webhook", "--url", receiver.url]) == 2
+    assert cli.main(["deliver", "--lake", lake, "--sink", "webhook"]) == 2
+    assert cli.main(["deliver", "--lake", lake, "--sink", "webhook", "--url", receiver.url, "--event-id", "x"]) == 2
+    assert receiver.requests == []
+
+
+def test_nothing_to_deliver_before_a_run_published(tmp_path, receiver, capsys):
+    (tmp_path / "lake").mkdir()
+    code, out = deliver(str(tmp_path / "lake"), receiver, capsys=capsys)
+    assert code == 0 and "nothing to deliver yet" in out and receiver.requests == []
+
+
+def test_a_killed_pass_then_another_delivers_each_event_once_in_effect(lake, receiver):
+    """SIGKILL mid-pass (a slow receiver, one lane); the next pass sends the unrecorded round
+    again; the idempotent receiver applies each event once, each key in order."""
+    receiver.reset(delay=0.25)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(cli.__file__).parents[2]), os.environ.get(
+        "PYTHONPATH", "")])}
+    child = subprocess.Popen([sys.executable, "-m", "correlake.interfaces.cli", "deliver", "--lake", lake, "--sink",
+                              "webhook", "--url", receiver.url, "--partitions", "1"], env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 60
+    while len(receiver.requests) < 10 and time.monotonic() < deadline:  # into the pass's second round
+        time.sleep(0.02)
+    child.send_signal(signal.SIGKILL)
+    child.wait(30)
+    before = len(receiver.requests)
+    assert 10 <= before < len(ROWS)
+    receiver.delay = 0.0
+    assert deliver(lake, receiver)[0] == 0
+    assert set(receiver.applied) == set(EVENT.values()) and len(receiver.requests) > len(ROWS)  # some twice
+    assert_in_order(receiver)
+    assert statuses(lake) == {"ACKED": len(ROWS)}
+
+
+def test_delivery_tables_read_by_spark(lake, receiver, spark):
+    receiver.script[EVENT[(TENANT, "order-0", 1)]] = [500]
+    deliver(lake, receiver, *FAST_RETRY)
+    for name in ("delivery_state", "delivery_attempts"):
+        ours = DeltaTable(table_path(lake, name)).to_pyarrow_table().to_pylist()
+        theirs = [r.asDict() for r in spark.read.format("delta").load(table_path(lake, name)).collect()]
+        key = (lambda r: r["event_id"]) if name == "delivery_state" else (lambda r: (r["event_id"], r["attempt"]))
+        assert len(theirs) == len(ours) and sorted(map(key, theirs)) == sorted(map(key, ours))
+
+
+def test_a_later_run_s_events_are_delivered_and_nothing_else_again(lake, receiver):
+    deliver(lake, receiver)
+    later = [event(TENANT, "order-0", 4, 4), event(TENANT, "order-9", 1, 91)]
+    write_outbox(lake, later)  # as the next run publishes them
+    receiver.reset()
+    assert deliver(lake, receiver)[0] == 0
+    assert sorted(r[0] for r in receiver.requests) == sorted(r["event_id"] for r in later)
+    assert statuses(lake) == {"ACKED": len(ROWS) + 2}
+    receiver.reset()
+    assert deliver(lake, receiver)[0] == 0 and receiver.requests == []
+
+
+class HoldingQueue:
+    """A queue sink whose queues of the old partitions still hold events."""
+    sent = []
+
+    def drained(self, old_partitions: int) -> bool:
+        return False
+
+    def prepare(self, partitions: int) -> None:
+        pass
+
+    def send(self, events):
+        self.sent.extend(events)
+        return []
+
+    def close(self) -> None:
+        pass
+
+
+def test_other_partitions_wait_until_the_sink_drained_the_old_ones(lake, receiver):
+    from correlake.delivery import deliver as delivery
+
+    receiver.script[EVENT[(TENANT, "order-0", 1)]] = [503]
+    deliver(lake, receiver, "--partitions", "8", "--retry-base", "3600", "--max-seconds", "1")
+    before = state(lake)
+    result = delivery.deliver(lake, HoldingQueue(), delivery.Settings(partitions=4))
+    assert result.note.startswith("the last pass routed by 8 partitions") and HoldingQueue.sent == []
+    assert state(lake) == before and result.statuses["AWAITED"] == 1
+
+
+def test_a_pass_compacts_tables_with_many_files(lake, receiver, monkeypatch):
+    monkeypatch.setattr("correlake.delivery.tables.DELIVERY_COMPACT_FILES", 2)
+    assert deliver(lake, receiver)[0] == 0  # 3 rounds: 3 appends to attempts
+    appended = DeltaTable(table_path(lake, "delivery_attempts"))  # a file per round, then one
+    assert len(appended.file_uris()) == 1 and "OPTIMIZE" in [h["operation"] for h in appended.history(4)]
+    assert len(DeltaTable(table_path(lake, "delivery_state")).file_uris()) <= 3  # a MERGE rewrites what it touches
+    assert statuses(lake) == {"ACKED": len(ROWS)} and len(attempts(lake)) == len(ROWS)
+
+
+def test_a_refused_connection_is_retried_later(lake, capsys):
+    from helpers import free_port
+
+    url = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens there
+    code = cli.main(["deliver", "--lake", lake, "--sink", "webhook", "--url", url, "--retry-base", "3600",
+                     "--max-seconds", "1"])
+    assert code == 0 and "0 acknowledged" in capsys.readouterr().out
+    heads = [r for r in state(lake).values() if r["status"] == "AWAITED"]
+    assert len(heads) == 7 and {r["last_error"] for r in heads} == {"connection refused"}
+    assert {(a["outcome"], a["detail"]) for a in attempts(lake)} == {("RETRY", "connection refused")}
