@@ -10,14 +10,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from airflow.sdk import Asset, CronDataIntervalTimetable, Param, chain, dag
-from correlake.config import (AIRFLOW_RUN_TIMEOUT_SECONDS, AIRFLOW_TASK_TIMEOUT_SECONDS, GOLD_TABLES,
-                              MAX_QUARANTINE_RATIO, STAGE_NAMES)
+from airflow.sdk import CronDataIntervalTimetable, Param, chain, dag
+from correlake.config import (AIRFLOW_RUN_TIMEOUT_SECONDS, AIRFLOW_TASK_TIMEOUT_SECONDS, MAX_QUARANTINE_RATIO,
+                              STAGE_NAMES)
 from correlake.contract.parsing import ISO_WITH_OFFSET
 from correlake.interfaces import airflow_dags as tasks
-from correlake.interfaces.airflow_dags import DAG_SETTINGS
-
-GOLD_ASSETS = [Asset(name=f"correlake/gold/{table}", group="correlake") for table in GOLD_TABLES]
+from correlake.interfaces.airflow_dags import DAG_SETTINGS, GOLD_ASSETS
 
 
 @dag(
@@ -48,7 +46,7 @@ def correlake_hourly():
     for stage in STAGE_NAMES:
         steps.append(tasks.stage.override(task_id=stage)(stage))
         steps.append(tasks.gate.override(task_id=f"gate_{stage}", retries=0)(stage))  # bad data stays bad
-    steps += [tasks.publish.override(outlets=GOLD_ASSETS)(), tasks.stats()]
+    steps += [tasks.publish.override(outlets=list(GOLD_ASSETS.values()))(), tasks.stats()]
     chain(*steps)
 
 

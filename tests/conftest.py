@@ -94,7 +94,7 @@ def dag_bag(airflow_home):
 
     bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
     assert bag.import_errors == {}
-    assert sorted(bag.dags) == ["correlake_hourly", "correlake_maintenance"]
+    assert sorted(bag.dags) == ["correlake_delivery", "correlake_hourly", "correlake_maintenance"]
     return bag
 
 
@@ -106,6 +106,11 @@ def correlake_dag(dag_bag):
 @pytest.fixture(scope="session")
 def maintenance_dag(dag_bag):
     return dag_bag.dags["correlake_maintenance"]
+
+
+@pytest.fixture(scope="session")
+def delivery_dag(dag_bag):
+    return dag_bag.dags["correlake_delivery"]
 
 
 SMALL_DEMO = {"hours": 1, "orders_per_hour": 30}  # the landing of the Airflow tests' runs

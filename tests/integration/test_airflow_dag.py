@@ -1,4 +1,4 @@
-"""The Airflow DAGs `correlake_hourly` and `correlake_maintenance`: thin files that parse
+"""The Airflow DAGs `correlake_hourly`, `correlake_maintenance` and `correlake_delivery`: thin files that parse
 fast without Spark, the expected shapes, `dag.test()` end to end equal to the CLI, a
 failing gate that stops the run with gold unchanged, a dry run that publishes nothing,
 maintenance that a run staged before it survives."""
@@ -20,7 +20,7 @@ from correlake.run.store import staged_runs_dir
 from helpers import sorted_gold, versions, write_jsonl
 
 DAG_FILES = [str(Path(__file__).resolve().parents[2] / "dags" / f"{name}.py")
-             for name in ("correlake_hourly", "correlake_maintenance")]
+             for name in ("correlake_hourly", "correlake_maintenance", "correlake_delivery")]
 TASKS = ["prepare", "bronze", "gate_bronze", "silver", "gate_silver", "gold", "gate_gold", "publish", "stats"]
 
 # what the DAG files may import beyond what `import airflow.sdk` loads: the standard library,
@@ -230,3 +230,36 @@ def test_maintenance_compacts_the_lake_and_a_run_staged_before_it_still_publishe
     stepwise.publish(spark, lake, run_id)
     published = spark.read.format("delta").load(table_path(lake, "messages")).where("message_key = 950000")
     assert [(r["correlation_key"], r["status"]) for r in published.collect()] == [("late", "BUFFERED")]
+
+
+# -- correlake_delivery -------------------------------------------------------------------
+def test_the_delivery_dag_runs_on_new_gold_and_every_five_minutes(delivery_dag, correlake_dag):
+    from airflow.sdk import AssetOrTimeSchedule
+
+    dag = delivery_dag
+    assert [t.task_id for t in dag.tasks] == ["deliver"]
+    assert isinstance(dag.timetable, AssetOrTimeSchedule) and dag.timetable.timetable.expression == "*/5 * * * *"
+    published = {asset.name for asset in correlake_dag.get_task("publish").outlets}
+    assert "correlake/gold/correlations" in published
+    assert dag.timetable.asset_condition.name == "correlake/gold/correlations"
+    assert (dag.catchup, dag.max_active_runs, set(dag.params)) == (False, 1, {"partitions", "max_seconds"})
+
+
+def test_the_delivery_dag_sends_the_hourly_dag_s_correlations_to_the_connection_s_webhook(
+        spark, delivery_dag, airflow_run, monkeypatch, capfd):
+    """A webhook Connection from the environment, a real receiver: every gold correlation
+    of the hourly DAG's lake arrives once; without a Connection the task skips."""
+    from delivery_helpers import Receiver
+
+    lake = str(airflow_run[2])
+    monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LAKE", lake)
+    monkeypatch.delenv("AIRFLOW_CONN_CORRELAKE_WEBHOOK", raising=False)
+    assert _states(delivery_dag.test()) == {"deliver": "skipped"}
+    receiver = Receiver()
+    try:
+        monkeypatch.setenv("AIRFLOW_CONN_CORRELAKE_WEBHOOK", json.dumps({"conn_type": "http", "host": receiver.url}))
+        assert _states(delivery_dag.test()) == {"deliver": "success"}
+        correlations = spark.read.format("delta").load(table_path(lake, "correlations")).count()
+        assert correlations > 0 and len(receiver.applied) == correlations
+    finally:
+        receiver.close()

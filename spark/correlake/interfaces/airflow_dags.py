@@ -7,11 +7,15 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timezone
 
-from airflow.sdk import get_current_context, task
+from airflow.sdk import Asset, get_current_context, task
+
+from correlake.config import GOLD_TABLES
 
 # every correlake DAG: no catchup of missed intervals, one run at a time
 DAG_SETTINGS = {"start_date": datetime(2026, 1, 1, tzinfo=timezone.utc), "catchup": False, "max_active_runs": 1,
                 "tags": ["correlake"]}
+# what the hourly DAG's `publish` updates, and the delivery DAG is scheduled on
+GOLD_ASSETS = {table: Asset(name=f"correlake/gold/{table}", group="correlake") for table in GOLD_TABLES}
 
 
 def _bodies():
@@ -58,3 +62,9 @@ def stats() -> None:
 def maintain() -> None:
     """Maintain the lake."""
     _bodies().maintain(get_current_context())
+
+
+@task(task_id="deliver")
+def deliver() -> None:
+    """One delivery pass to the sink of the Airflow Connections."""
+    _bodies().deliver(get_current_context())

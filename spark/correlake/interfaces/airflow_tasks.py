@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 from pathlib import Path
+from urllib.parse import quote
 
 from airflow.sdk import Variable
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
@@ -150,3 +151,55 @@ def maintain(context) -> None:
     except UnreadableJournal as exc:  # a retry would meet the same journal
         raise AirflowFailException(str(exc)) from None
     print(maintenance.summary(result))
+
+
+def delivery_sink() -> tuple[str, str, str | None]:
+    """(kind, url, secret) of the one delivery sink configured as an Airflow Connection:
+    `correlake_webhook` (its host: the URL, or the URL built from schema, host, port;
+    its password: the signing secret) or `correlake_rabbitmq` (login, password, host,
+    port, schema as the virtual host)."""
+    from airflow.sdk import Connection
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    from correlake.delivery.sinks import SINKS
+
+    found = {}
+    for kind in SINKS:
+        try:
+            found[kind] = Connection.get(f"correlake_{kind}")
+        except AirflowNotFoundException:
+            continue
+    if not found:
+        raise AirflowSkipException("no delivery sink: add the Airflow Connection correlake_webhook or correlake_rabbitmq")
+    if len(found) > 1:
+        raise AirflowFailException("both correlake_webhook and correlake_rabbitmq are set: a lake delivers to one sink")
+    kind, conn = found.popitem()
+    if kind == "webhook":
+        url = conn.host if "://" in (conn.host or "") else f"{conn.schema or 'https'}://{conn.host}" + (
+            f":{conn.port}" if conn.port else "")
+        return kind, url, conn.password
+    credentials = f"{quote(conn.login or 'guest', safe='')}:{quote(conn.password or 'guest', safe='')}"
+    return kind, f"amqp://{credentials}@{conn.host}:{conn.port or 5672}/{quote(conn.schema or '/', safe='')}", None
+
+
+def deliver(context) -> None:
+    """One delivery pass on the hourly DAG's lake (skipped while another runs, or before
+    any run published an outbox)."""
+    from correlake.delivery import deliver as delivery
+    from correlake.delivery.sinks import open_sink
+    from correlake.errors import DeliveryError
+
+    params, lake = context["params"], locations()[1]
+    kind, url, secret = delivery_sink()
+    settings = delivery.Settings(partitions=params["partitions"], max_seconds=params["max_seconds"])
+    try:
+        sink = open_sink(kind, url, secret)
+        try:
+            result = delivery.deliver(lake, sink, settings)
+        finally:
+            sink.close()
+    except delivery.DeliveryBusy as exc:
+        raise AirflowSkipException(str(exc)) from None
+    except DeliveryError as exc:  # a retry would meet the same configuration
+        raise AirflowFailException(str(exc)) from None
+    print(delivery.summary(result))

@@ -65,16 +65,9 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _sink(args: argparse.Namespace):
-    if args.sink == "webhook":
-        from correlake.delivery.webhook import WebhookSink
+    from correlake.delivery.sinks import open_sink
 
-        if not args.url:
-            raise UsageError("--sink webhook needs --url")
-        return WebhookSink(args.url, os.environ.get(config.WEBHOOK_SECRET_ENV) or None, args.timeout)
-    if not args.amqp_url:
-        raise UsageError("--sink rabbitmq needs --amqp-url")
-    try:
-        from correlake.delivery.rabbitmq import RabbitMQSink
-    except ImportError as exc:
-        raise DeliveryError(f"rabbitmq sink not available ({exc})") from None
-    return RabbitMQSink(args.amqp_url)
+    url = args.url if args.sink == "webhook" else args.amqp_url
+    if not url:
+        raise UsageError(f"--sink {args.sink} needs {'--url' if args.sink == 'webhook' else '--amqp-url'}")
+    return open_sink(args.sink, url, os.environ.get(config.WEBHOOK_SECRET_ENV), args.timeout)

@@ -1,0 +1,26 @@
+"""The sinks by name: what `correlake deliver --sink` and the Airflow delivery DAG open."""
+
+from __future__ import annotations
+
+from correlake import config
+from correlake.delivery.events import Sink
+from correlake.errors import DeliveryError
+
+SINKS = ("webhook", "rabbitmq")
+
+
+def open_sink(kind: str, url: str | None, secret: str | None = None,
+              timeout: float = config.WEBHOOK_TIMEOUT_SECONDS) -> Sink:
+    """The sink `kind` at `url` (a webhook's http(s) URL, or a broker's amqp(s) URL);
+    `secret` signs webhook bodies. DeliveryError when it cannot be used."""
+    if kind not in SINKS:
+        raise DeliveryError(f"unknown sink {kind!r}: one of {', '.join(SINKS)}")
+    if not url:
+        raise DeliveryError(f"the {kind} sink needs its URL (--url for a webhook, --amqp-url for RabbitMQ)")
+    if kind == "webhook":
+        from correlake.delivery.webhook import WebhookSink
+
+        return WebhookSink(url, secret or None, timeout)
+    from correlake.delivery.rabbitmq import RabbitMQSink
+
+    return RabbitMQSink(url)
