@@ -2,7 +2,9 @@
 declarations and message properties, in-partition order, single active consumer, the
 outcomes (confirmed, returned, oversized, unreachable), `drained`, and two faults — the
 broker SIGKILLed mid-send and a consumer SIGKILLed before acknowledging — after which the
-idempotent example consumer (examples/consumers/) holds every event exactly once, in order."""
+idempotent example consumer (examples/consumers/) holds every event exactly once, in order.
+The last tests run `correlake deliver --sink rabbitmq` passes over an outbox written with
+delta-rs (no Spark): the broker killed mid-pass, and a change of the partition count."""
 
 from __future__ import annotations
 
@@ -23,6 +25,9 @@ from correlake.config import PROJECT_ROOT
 from correlake.delivery.events import ACK, CORRELATED, REJECT, RETRY, Event, partition_of
 from correlake.delivery.rabbitmq import EXCHANGE, RabbitMQSink, queue_name
 from correlake.errors import DeliveryError
+from correlake.interfaces import cli
+from delivery_helpers import TENANT, write_outbox
+from delivery_helpers import event as outbox_row
 from helpers import free_port
 
 CONSUMERS = PROJECT_ROOT / "examples" / "consumers"
@@ -269,3 +274,78 @@ def test_consumer_killed_before_acknowledging(broker, sink, tmp_path):
     flat = [e for batch in sent for e in batch]
     assert handled == len(flat) - 4  # the 5th comes again (a duplicate, acknowledged unapplied)
     assert_exactly_once_in_order(ledger, flat)
+
+
+# -- `correlake deliver --sink rabbitmq` ----------------------------------------------------
+KEYS, SEQUENCES = 2000, 3
+OUTBOX = [outbox_row(TENANT, f"order-{k}", s, k * 10 + s) for k in range(KEYS) for s in range(1, SEQUENCES + 1)]
+
+
+@pytest.fixture
+def outbox_lake(tmp_path) -> str:
+    lake = str(tmp_path / "lake")
+    write_outbox(lake, OUTBOX)
+    return lake
+
+
+def deliver(lake: str, url: str, *options: str) -> int:
+    return cli.main(["deliver", "--lake", lake, "--sink", "rabbitmq", "--amqp-url", url,
+                     "--partitions", str(PARTITIONS), "--retry-base", "0.01", "--retry-cap", "0.05", *options])
+
+
+def delivery_statuses(lake: str) -> Counter:
+    from deltalake import DeltaTable
+
+    from correlake.config import table_path
+
+    return Counter(DeltaTable(table_path(lake, "delivery_state")).to_pyarrow_table().column("status").to_pylist())
+
+
+def outbox_events(rows: list[dict]) -> list[Event]:
+    """Outbox rows as events (what `assert_exactly_once_in_order` reads of them: id, key, sequence)."""
+    return [Event(r["event_id"], r["kind"], r["tenant_id"], r["correlation_key"], r["message_key"], r["sequence"],
+                  r["partition"], r["payload"].encode()) for r in rows]
+
+
+def test_a_pass_with_the_broker_killed_mid_pass(broker, outbox_lake, tmp_path, monkeypatch, capsys):
+    """The broker SIGKILLed while the pass's second round is being sent: the pass ends with
+    events to retry; after a restart the next pass delivers the rest; the consumer applies
+    every outbox event once, each key's in sequence order."""
+    real_send, calls = RabbitMQSink.send, []
+
+    def send(sink, events):
+        calls.append(len(events))
+        if len(calls) == 2:
+            threading.Timer(0.1, broker.kill).start()
+        return real_send(sink, events)
+
+    monkeypatch.setattr(RabbitMQSink, "send", send)
+    assert deliver(outbox_lake, broker.url, "--max-seconds", "3") == 0
+    assert not broker.running()
+    after_kill = delivery_statuses(outbox_lake)
+    assert after_kill["ACKED"] >= KEYS and after_kill["AWAITED"] > 0, after_kill
+    assert "to retry" in capsys.readouterr().out
+    broker.restart()
+    assert deliver(outbox_lake, broker.url) == 0
+    assert delivery_statuses(outbox_lake) == {"ACKED": len(OUTBOX)}
+    ledger = tmp_path / "ledger.sqlite"
+    consume(broker.url, ledger, list(range(PARTITIONS)), prefetch=500, idle_exit=2, synchronous=FAST)
+    assert_exactly_once_in_order(ledger, outbox_events(OUTBOX))
+
+
+def test_a_partition_change_waits_until_the_old_queues_are_drained(broker, outbox_lake, tmp_path, capsys):
+    """Events routed by 4 partitions wait in their queues: a pass with 2 sends nothing; once
+    a consumer emptied them, it sends each key's next event by the new partitions."""
+    assert deliver(outbox_lake, broker.url) == 0
+    later = [outbox_row(TENANT, f"order-{k}", SEQUENCES + 1, k * 10 + SEQUENCES + 1) for k in range(KEYS)]
+    write_outbox(outbox_lake, later)  # a later run's events
+    capsys.readouterr()
+    assert deliver(outbox_lake, broker.url, "--partitions", "2") == 0
+    assert "still holds events" in capsys.readouterr().out
+    assert delivery_statuses(outbox_lake) == {"ACKED": len(OUTBOX)}  # nothing sent (nor registered)
+    ledger = tmp_path / "ledger.sqlite"
+    consume(broker.url, ledger, list(range(PARTITIONS)), prefetch=500, idle_exit=2, synchronous=FAST)
+    assert deliver(outbox_lake, broker.url, "--partitions", "2") == 0
+    assert delivery_statuses(outbox_lake) == {"ACKED": len(OUTBOX) + len(later)}
+    consume(broker.url, ledger, [0, 1], prefetch=500, idle_exit=2, synchronous=FAST)
+    assert_exactly_once_in_order(ledger, outbox_events(OUTBOX + later))
