@@ -1,7 +1,7 @@
 """Benchmark: the RabbitMQ sink publishing events with publisher confirms.
 
     .venv/bin/python scripts/benchmark_rabbitmq.py [--events 100000] [--batch 100000] [--window 2000[,500...]]
-        [--partitions 8] [--amqp-url URL] [--out .local/bench]
+        [--partitions 8] [--keys 25000] [--amqp-url URL] [--out .local/bench]
 
 Not run by CI. Without --amqp-url it starts a throwaway broker (tests/brokers.py: Debian's
 rabbitmq-server on 127.0.0.1) and stops it after. Each --window (the most events in flight
@@ -9,6 +9,9 @@ unconfirmed) is measured in a fresh process, on empty queues: events/s over `sen
 --batch events each (every event confirmed), and the process's peak resident memory, with the
 resident memory after building the events (before the first send) beside it.
 Events look like the outbox's: one gold correlation's columns as JSON, about 500 bytes.
+Then the same number of events as a whole `correlake deliver --sink rabbitmq` pass, in its
+own process, over an outbox written with delta-rs (--keys keys, so events/keys rounds, each
+recording its outcomes in the delivery tables): events/s and the process's peak memory.
 """
 
 from __future__ import annotations
@@ -69,6 +72,26 @@ def measure(url: str, n: int, batch: int, window: int, partitions: int) -> dict:
             "body_bytes": len(made[0].body)}
 
 
+def measure_pass(url: str, n: int, keys: int, partitions: int) -> dict:
+    """A `correlake deliver` process over an outbox of n events on `keys` keys."""
+    sys.path[:0] = [str(ROOT / "tests")]
+    from delivery_helpers import TENANT, event, write_outbox
+
+    per_key = max(n // keys, 1)
+    lake = Path(tempfile.mkdtemp(prefix="correlake-bench-pass-")) / "lake"
+    write_outbox(str(lake), [event(TENANT, f"order-{k:07d}", s, k * per_key + s) for k in range(keys)
+                             for s in range(1, per_key + 1)])
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "correlake.interfaces.cli", "deliver", "--lake", str(lake),
+                           "--sink", "rabbitmq", "--amqp-url", url, "--partitions", str(partitions),
+                           "--max-seconds", "600"], capture_output=True, text=True, check=True)
+    seconds = time.perf_counter() - start
+    return {"pass_events": keys * per_key, "keys": keys, "seconds": round(seconds, 2),
+            "events_per_s": round(keys * per_key / seconds),
+            "peak_rss_mib": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1),
+            "summary": done.stdout.strip().splitlines()}
+
+
 def purge(url: str, partitions: int) -> None:
     import pika
 
@@ -87,6 +110,7 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=100_000, help="events per send call")
     parser.add_argument("--window", default="2000", help="comma-separated: unconfirmed events in flight")
     parser.add_argument("--partitions", type=int, default=8)
+    parser.add_argument("--keys", type=int, default=25_000, help="the pass's ordering keys")
     parser.add_argument("--amqp-url", help="a broker to use (default: start a throwaway one)")
     parser.add_argument("--out", default=str(ROOT / ".local" / "bench"))
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -111,6 +135,9 @@ def main() -> int:
                                    "--partitions", str(args.partitions)], capture_output=True, text=True, check=True)
             results.append(json.loads(done.stdout.splitlines()[-1]))
             print(json.dumps(results[-1]))
+        purge(args.amqp_url, args.partitions)
+        results.append(measure_pass(args.amqp_url, args.events, args.keys, args.partitions))
+        print(json.dumps(results[-1]))
         purge(args.amqp_url, args.partitions)
     finally:
         if node is not None:
