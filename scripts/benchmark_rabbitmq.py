@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -82,9 +83,12 @@ def measure_pass(url: str, n: int, keys: int, partitions: int) -> dict:
     write_outbox(str(lake), [event(TENANT, f"order-{k:07d}", s, k * per_key + s) for k in range(keys)
                              for s in range(1, per_key + 1)])
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "correlake.interfaces.cli", "deliver", "--lake", str(lake),
-                           "--sink", "rabbitmq", "--amqp-url", url, "--partitions", str(partitions),
-                           "--max-seconds", "600"], capture_output=True, text=True, check=True)
+    try:
+        done = subprocess.run([sys.executable, "-m", "correlake.interfaces.cli", "deliver", "--lake", str(lake),
+                               "--sink", "rabbitmq", "--amqp-url", url, "--partitions", str(partitions),
+                               "--max-seconds", "600"], capture_output=True, text=True, check=True)
+    finally:
+        shutil.rmtree(lake.parent, ignore_errors=True)
     seconds = time.perf_counter() - start
     return {"pass_events": keys * per_key, "keys": keys, "seconds": round(seconds, 2),
             "events_per_s": round(keys * per_key / seconds),
@@ -142,6 +146,7 @@ def main() -> int:
     finally:
         if node is not None:
             node.stop()
+            shutil.rmtree(node.root, ignore_errors=True)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "rabbitmq.json").write_text(json.dumps(results, indent=2))
