@@ -169,3 +169,19 @@ def pytest_runtest_makereport(item, call):
 @pytest.hookimpl(wrapper=True)
 def pytest_make_collect_report(collector):
     return _forbid_skip((yield))
+
+
+# -- RabbitMQ (tests/integration/test_delivery_rabbitmq.py) ---------------------------------
+@pytest.fixture(scope="session")
+def rabbitmq(tmp_path_factory):
+    """The test session's throwaway RabbitMQ node (tests/brokers.py), stopped at the end."""
+    from brokers import RabbitNode, rabbitmq_installed
+
+    if not rabbitmq_installed():
+        pytest.skip("Debian's rabbitmq-server is not installed (.ci/run installs it)")
+    node = RabbitNode(tmp_path_factory.mktemp("rabbitmq"))
+    try:
+        node.start()
+        yield node
+    finally:
+        node.stop()
