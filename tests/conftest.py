@@ -22,8 +22,9 @@ def spark():
 
 @pytest.fixture(scope="session")
 def demo_run(spark, tmp_path_factory):
-    """One `correlake demo --hours 1` (the README's main job): (its folder, exit code, its
-    output). test_demo.py checks that output; the analyst tests read its lake (demo_lake)."""
+    """One `correlake demo --hours 1 --deliver` (the README's main job, and its delivery to the
+    example webhook receiver): (its folder, exit code, its output). test_demo.py checks that
+    output; the analyst tests read its lake (demo_lake)."""
     import contextlib
     import io
 
@@ -32,7 +33,7 @@ def demo_run(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("demo").resolve()
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        code = cli.main(["demo", "--dir", str(root), "--hours", "1"])
+        code = cli.main(["demo", "--dir", str(root), "--hours", "1", "--deliver"])
     return root, code, out.getvalue()
 
 

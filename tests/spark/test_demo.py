@@ -17,6 +17,8 @@ def test_demo_runs_end_to_end_and_reruns_as_a_noop(spark, demo_run, capsys):
     correlations = spark.read.format("delta").load(table_path(tmp_path / "lake", "correlations"))
     assert correlations.where("subscription_type = 'START'").count() > 0
     assert correlations.where("bpmn_process_id = 'billing'").count() > 0
+    # --deliver: every correlation reached the example receiver, once
+    assert f"demo receiver: {correlations.count()} events applied, each once" in out
     quarantine = spark.read.format("delta").load(table_path(tmp_path / "lake", "quarantine"))
     assert quarantine.count() == 2
     assert cli.main(["demo", "--dir", str(tmp_path), "--hours", "1"]) == 0

@@ -17,6 +17,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
     parser.add_argument("--dir", default=str(demo_dir()), help="demo folder (landing/ and lake/); default %(default)s")
     parser.add_argument("--hours", type=options.positive, default=3, help="hours of sample traffic; default %(default)s")
     parser.add_argument("--seed", type=int, default=7, help="seed of the sample traffic; default %(default)s")
+    parser.add_argument("--deliver", action="store_true",
+                        help="then deliver the correlations to the example webhook receiver, started on 127.0.0.1")
     return parser
 
 
@@ -35,7 +37,40 @@ def main(args: argparse.Namespace) -> int:
     if code == EXIT_OK:
         print(driver.call(findings, str(lake_dir)))
         print(f"demo lake: {lake_dir} (its views: ./correlake sql --lake {lake_dir} --list)")
+        if args.deliver:
+            _deliver(root, str(lake_dir))
     return code
+
+
+def _deliver(root: Path, lake: str) -> None:
+    """A delivery pass to `examples/consumers/webhook_receiver.py`, run for the pass on a
+    free loopback port with its ledger in the demo folder (docs/delivery.md)."""
+    import sqlite3
+    import subprocess
+    import sys
+
+    from correlake.config import PROJECT_ROOT
+    from correlake.delivery import deliver as delivery
+    from correlake.delivery.webhook import WebhookSink
+
+    ledger = root / "receiver.sqlite"
+    receiver = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "examples" / "consumers" / "webhook_receiver.py"),
+                                 str(ledger), "--port", "0"], stderr=subprocess.PIPE, text=True)
+    try:
+        url = receiver.stderr.readline().split()[3]  # "webhook receiver on http://127.0.0.1:<port>/ (…)"
+        sink = WebhookSink(url, None, 10.0)
+        try:
+            result = delivery.deliver(lake, sink, delivery.Settings())
+        finally:
+            sink.close()
+    finally:
+        receiver.terminate()
+        receiver.wait()
+    print(delivery.summary(result))
+    with sqlite3.connect(ledger) as conn:
+        applied = conn.execute("SELECT count(*) FROM processed").fetchone()[0]
+    print(f"demo receiver: {applied} events applied, each once (its ledger: {ledger}; the delivery views: "
+          f"./correlake sql --lake {lake} 'SELECT * FROM delivery_by_hour')")
 
 
 def _same_demo(root: Path, params: dict) -> None:

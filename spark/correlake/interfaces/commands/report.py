@@ -296,7 +296,8 @@ def _delivery(data: dict[str, list[dict]]) -> str:
                 _duration(r["p99_s"]), _duration(r["max_s"])] for r in data["delivery_latency"]]
     body = (_bars(data["delivery_status"], charts.PALETTE[0])
             + _table(["process", "kind", "acknowledged", "p50", "p90", "p99", "max"], latency)
-            + "<h3>Dead letters (view dead_letters)</h3>" + _bars(data["dead_letters"], charts.PALETTE[1]))
+            + "<h3>Dead letters (view dead_letters)</h3>"
+            + (_bars(data["dead_letters"], charts.PALETTE[1]) if data["dead_letters"] else "<p>none</p>"))
     return _card("Delivery", about + " (views delivery_events, delivery_latency, dead_letters)", body, wide=True)
 
 
