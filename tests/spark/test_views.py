@@ -185,3 +185,16 @@ def test_lock_waits_and_backlog_peaks_where_the_demo_has_no_example(spark, tmp_p
                            {"h": 12, "buffered": 1, "peak_buffered": 1}]
     finally:
         catalog.register(spark, demo_lake)
+
+
+def test_delivery_views_follow_every_event_of_the_demo_s_delivery(spark, gold):
+    """The demo delivered each correlation once (conftest.demo_run): every event ACKED."""
+    events = rows(spark, "SELECT * FROM delivery_events")
+    assert len(events) == len(gold["correlations"]) and {e["status"] for e in events} == {"ACKED"}
+    assert {(e["message_key"], e["bpmn_process_id"]) for e in events} == {
+        (c["message_key"], c["bpmn_process_id"]) for c in gold["correlations"]}
+    assert rows(spark, "SELECT sum(acked) AS n, sum(events) AS e FROM delivery_by_hour") == [
+        {"n": len(events), "e": len(events)}]
+    latency = rows(spark, "SELECT * FROM delivery_latency")
+    assert sum(r["acked"] for r in latency) == len(events) and all(r["p50_s"] >= 0 for r in latency)
+    assert rows(spark, "SELECT * FROM dead_letters") == []
