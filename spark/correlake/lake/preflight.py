@@ -64,5 +64,6 @@ def check_retention(retain_hours: float | None, force: bool, hint: str) -> None:
     older versions would be deleted (time travel to them fails, and so would a run staged
     before maintenance, or a reader in the middle of a query)."""
     if retain_hours is not None and retain_hours < DELTA_RETAIN_HOURS and not force:
-        raise UsageError(f"a VACUUM retention of {retain_hours:g} h is under Delta's {DELTA_RETAIN_HOURS} h: the "
-                         f"files of versions in between would be deleted ({hint})")
+        raise UsageError(f"a VACUUM retention of {retain_hours:g} h is under Delta's {DELTA_RETAIN_HOURS} h: it "
+                         "deletes what older versions read, and a reader mid-query may lose its files "
+                         f"({hint})")
