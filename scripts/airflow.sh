@@ -21,38 +21,22 @@ export AIRFLOW_HOME="${AIRFLOW_HOME:-$root/.local/airflow}"
 export AIRFLOW__CORE__DAGS_FOLDER="$root/dags"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
 export AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION=False
-export AIRFLOW__API__HOST="${AIRFLOW__API__HOST:-127.0.0.1}"
+export AIRFLOW__API__HOST="${AIRFLOW__API__HOST:-127.0.0.1}"  # the UI and API on loopback unless told otherwise
 export AIRFLOW__API__PORT="$port"
 export AIRFLOW__API__BASE_URL="http://localhost:$port"
 export AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT="${AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT:-60}"  # busy machine, SQLite
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS="admin:admin"
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE="$AIRFLOW_HOME/passwords.json"
-mkdir -p "$AIRFLOW_HOME"
-
-password="$(python - <<'EOF'
-import json, os, secrets
-from pathlib import Path
-
-from correlake.config import demo_dir
-from correlake.samples.demo import write_demo_landing
-
-write_demo_landing(demo_dir() / "landing")
-path = Path(os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"])
-users = json.loads(path.read_text()) if path.exists() else {}
-if "admin" not in users:
-    users["admin"] = secrets.token_urlsafe(12)
-    path.write_text(json.dumps(users) + "\n")
-    path.chmod(0o600)
-print(users["admin"])
-EOF
-)"
+# AIRFLOW_HOME made private (0700), the admin's password generated once and shown once, the demo landing
+login="$(python -m correlake.interfaces.airflow_local)"
 
 cat <<EOF
 correlake: local Airflow starting (AIRFLOW_HOME=$AIRFLOW_HOME)
   UI and REST API  http://localhost:$port   (ready after ~30 s)
-  log in as        admin / $password   (from $AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE)
+  log in as        $login
   DAG              correlake_hourly   landing ${AIRFLOW_VAR_CORRELAKE_LANDING:-.local/demo/landing}, lake ${AIRFLOW_VAR_CORRELAKE_LAKE:-.local/airflow/lake}
-                   (Airflow Variables correlake_landing / correlake_lake to change them)
+                   (Airflow Variables correlake_landing / correlake_lake to change them, within
+                   ${CORRELAKE_ALLOWED_ROOT:-$root/.local}: CORRELAKE_ALLOWED_ROOT)
   DAG              correlake_maintenance   correlake maintain on that lake, daily at 03:30 UTC
 EOF
 set -m  # the driver and Airflow in process groups of their own, each stopped as a whole

@@ -10,6 +10,13 @@ import pytest
 os.environ.setdefault("CORRELAKE_SHUFFLE_PARTITIONS", "2")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def allowed_root(tmp_path_factory):
+    """The Airflow DAGs' Variables may name the test session's folders (CORRELAKE_ALLOWED_ROOT;
+    its default, CORRELAKE_HOME, holds none of them)."""
+    os.environ["CORRELAKE_ALLOWED_ROOT"] = str(tmp_path_factory.getbasetemp().resolve())
+
+
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession of the test session (Delta from the local JARs)."""

@@ -12,6 +12,8 @@ Environment variables:
   CORRELAKE_MAX_QUARANTINE_RATIO   default gate threshold (0.01)
   CORRELAKE_DRIVER          socket of a long-lived driver (`correlake serve`) to run on
   CORRELAKE_WEBHOOK_SECRET  the webhook sink's HMAC-SHA256 key (never printed nor logged)
+  CORRELAKE_ALLOWED_ROOT    the folders (absolute, ':'-separated) the Airflow DAGs' landing and
+                            lake (their Variables) must be in (default: CORRELAKE_HOME)
 
 The constants below are fixed defaults (tests patch them), e.g. the lake lock's heartbeat
 (LOCK_HEARTBEAT_SECONDS) and stale time (LOCK_STALE_SECONDS): docs/lake.md.
@@ -43,6 +45,7 @@ LOCK_HEARTBEAT_SECONDS = 10  # the holder of a lake lock rewrites it this often 
 LOCK_STALE_SECONDS = 120  # a lake lock not rewritten for this long is stale, whoever holds it
 LOCK_FOREIGN_STALE_SECONDS = 60  # a lock file that no run wrote (not its JSON) is stale this old
 DRIVER_HANDSHAKE_SECONDS = 5  # a caller of the driver proves its key and sends its call within this, or is dropped
+DELTA_RETAIN_HOURS = 168  # Delta's default VACUUM retention: less needs `maintain --force`, never from Airflow
 AIRFLOW_LOCK_WAIT_SECONDS = 600.0  # an Airflow task waits this long for the lock of a run in progress
 AIRFLOW_TASK_TIMEOUT_SECONDS = 2 * 3600  # a task that hangs fails (and is retried) after this
 AIRFLOW_RUN_TIMEOUT_SECONDS = 6 * 3600  # a DAG run (one at a time) fails after this, so that the next can start
@@ -160,6 +163,19 @@ def default_driver_socket() -> Path:
     return driver_socket() or state_dir() / "driver.sock"
 
 
+def allowed_roots() -> list[Path]:
+    """The folders the Airflow DAGs' landing and lake must be in: CORRELAKE_ALLOWED_ROOT, else
+    CORRELAKE_HOME (which holds their defaults); links resolved."""
+    text = _env("CORRELAKE_ALLOWED_ROOT")
+    if text is None:
+        return [state_dir().resolve()]
+    roots = [Path(part) for part in text.split(os.pathsep) if part]
+    if not roots or not all(root.is_absolute() for root in roots):
+        raise ConfigError(f"CORRELAKE_ALLOWED_ROOT: {text!r} is not absolute folder paths separated by "
+                          f"{os.pathsep!r}")
+    return [root.resolve() for root in roots]
+
+
 def default_max_quarantine_ratio() -> float:
     return _env_number("CORRELAKE_MAX_QUARANTINE_RATIO", MAX_QUARANTINE_RATIO, float, 0.0, 1.0, "between 0 and 1")
 
@@ -180,6 +196,7 @@ def validate() -> None:
     if not _ADDRESS.fullmatch(settings.bind_address):
         raise ConfigError(f"CORRELAKE_SPARK_BIND_ADDRESS: {settings.bind_address!r} is not a host name or address")
     default_max_quarantine_ratio()
+    allowed_roots()
 
 
 def table_path(lake: str | Path, name: str) -> str:

@@ -263,3 +263,52 @@ def test_the_delivery_dag_sends_the_hourly_dag_s_correlations_to_the_connection_
         assert correlations > 0 and len(receiver.applied) == correlations
     finally:
         receiver.close()
+
+
+# -- what the DAGs refuse before any work -------------------------------------------------
+def _files(lake: Path) -> dict[str, int]:
+    return {str(p.relative_to(lake)): p.stat().st_mtime_ns for p in lake.rglob("*") if p.is_file()}
+
+
+def test_maintenance_refuses_an_unknown_param_and_a_retention_under_168_hours(maintenance_dag, airflow_run,
+                                                                              monkeypatch, capfd):
+    """`dryrun` (a typo of dry_run) would VACUUM for real, and at 0 h; 0 h from a DAG conf
+    at all would delete what older versions, readers and staged runs read: each fails the
+    run, which touches no file of the lake."""
+    _, _, lake = airflow_run
+    monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LAKE", str(lake))
+    before = _files(lake)
+    cases = [({"retain_hours": 0, "dryrun": True}, "unknown params ['dryrun']: this DAG takes ['dry_run', "
+                                                   "'retain_hours']"),
+             ({"retain_hours": 0, "dry_run": False}, "param retain_hours: a VACUUM retention of 0 h is under Delta's "
+                                                     "168 h"),
+             ({"retain_hours": 167.9, "dry_run": True}, "run `correlake maintain --retain-hours H --force` by hand")]
+    for conf, expected in cases:
+        capfd.readouterr()
+        assert _states(maintenance_dag.test(run_conf=conf)) == {"maintain": "failed"}, conf
+        assert expected in "".join(capfd.readouterr()), conf
+    assert _files(lake) == before
+
+
+def test_variables_outside_the_allowed_root_and_bad_settings_fail_the_run(correlake_dag, maintenance_dag,
+                                                                          airflow_run, monkeypatch, capfd):
+    _, landing, lake = airflow_run
+    before = _files(lake)
+    defaults = {"retain_hours": None, "dry_run": False}
+    monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LAKE", "/etc")
+    capfd.readouterr()
+    assert _states(maintenance_dag.test(run_conf=defaults)) == {"maintain": "failed"}
+    assert "Airflow Variable correlake_lake: /etc is outside the allowed root " in "".join(capfd.readouterr())
+
+    monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LAKE", str(lake))
+    monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LANDING", "/")
+    run = correlake_dag.test(run_conf={"as_of": None, "rebuild": False, "max_quarantine_ratio": None, "dry_run": True})
+    states = _states(run)
+    assert states["prepare"] == "failed" and {states[t] for t in TASKS[1:]} == {"upstream_failed"}
+    assert "Airflow Variable correlake_landing: / is outside the allowed root " in "".join(capfd.readouterr())
+
+    monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LANDING", str(landing))
+    monkeypatch.setenv("CORRELAKE_DRIVER_MEMORY", "lots")  # the settings, checked as the CLI does (config.validate)
+    assert _states(maintenance_dag.test(run_conf=defaults)) == {"maintain": "failed"}
+    assert "CORRELAKE_DRIVER_MEMORY: 'lots' is not a memory size" in "".join(capfd.readouterr())
+    assert _files(lake) == before

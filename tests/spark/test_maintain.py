@@ -81,7 +81,7 @@ def test_explicit_zero_retention_vacuums_and_rolls_back_first(spark, lake_dir, c
     journal.begin(lake_dir, "crashed-run")  # an unfinished run: a write without its commit
     lake.append(spark.read.format("delta").load(table_path(lake_dir, "runs")).limit(1), lake_dir, "runs", "x")
     unfinished = versions(lake_dir)
-    assert cli.main(["maintain", "--lake", lake_dir, "--retain-hours", "0", "--dry-run"]) == 0
+    assert cli.main(["maintain", "--lake", lake_dir, "--retain-hours", "0", "--dry-run", "--force"]) == 0
     out = capsys.readouterr().out
     assert "dry run" in out and "would vacuum" in out and "unfinished run is pending" in out
     assert "gates: would remove 5 validations" in out  # the first run's, of 5 suites

@@ -81,3 +81,16 @@ def test_errors_are_one_clear_line_and_exit_2(demo_lake, tmp_path, capsys):
     assert code == 2 and f"lake folder {tmp_path / 'typo'} does not exist" in err
     code, _, err = sql(capsys, "--lake", demo_lake, "--out", str(tmp_path / "x.txt"), "SELECT 1")
     assert code == 2 and "--format" in err
+
+
+def test_control_characters_of_values_and_names_are_printed_escaped(demo_lake, capsys):
+    """A value (a producer's correlation key, say) or a column name cannot recolour the
+    analyst's terminal or rewrite its lines: shown as `\\x1b`, `\\r`, `\\n`; other Unicode as is."""
+    code, out, _ = sql(capsys, "--lake", demo_lake,
+                       "SELECT concat('k-', chr(27), '[31mred', chr(13), 'over', chr(10), 'é') AS `key\x1b[0m`, "
+                       "message_key FROM gold_messages ORDER BY message_key LIMIT 1")
+    assert code == 0
+    header, _, row, _ = out.rstrip("\n").split("\n")
+    assert header.split()[0] == "key\\x1b[0m"
+    assert row.startswith("k-\\x1b[31mred\\rover\\né ")
+    assert not any(c in out for c in "\x1b\r")

@@ -18,53 +18,57 @@ DAG_SETTINGS = {"start_date": datetime(2026, 1, 1, tzinfo=timezone.utc), "catchu
 GOLD_ASSETS = {table: Asset(name=f"correlake/gold/{table}", group="correlake") for table in GOLD_TABLES}
 
 
-def _bodies():
-    """`airflow_tasks`, imported in the running task; with Airflow's INFO logging, py4j
-    would log every closed connection, GX every function it registers."""
+def _body(name: str, *args):
+    """Call the function `name` of `airflow_tasks`, imported in the running task, on the
+    task's context, its output's control characters escaped (`correlake.text`). With
+    Airflow's INFO logging, py4j would log every closed connection, GX every function it
+    registers."""
     for noisy in ("py4j", "great_expectations"):
         logging.getLogger(noisy).setLevel(logging.WARNING)
     from correlake.interfaces import airflow_tasks
+    from correlake.text import escaped_output
 
-    return airflow_tasks
+    with escaped_output():
+        return getattr(airflow_tasks, name)(get_current_context(), *args)
 
 
 @task.short_circuit(task_id="prepare")
 def prepare() -> dict | None:
     """Plan the run; None (the later tasks skip) when nothing is new."""
-    return _bodies().prepare(get_current_context())
+    return _body("prepare")
 
 
 @task
 def stage(name: str) -> None:
     """Compute stage `name` of the run `prepare` planned."""
-    _bodies().stage(get_current_context(), name)
+    _body("stage", name)
 
 
 @task
 def gate(name: str) -> None:
     """Pass the gate of stage `name`, or fail for good."""
-    _bodies().gate(get_current_context(), name)
+    _body("gate", name)
 
 
 @task(task_id="publish", multiple_outputs=False)  # one XCom: the RunResult as a dict
 def publish() -> dict:
     """Commit the run to the lake."""
-    return _bodies().publish(get_current_context())
+    return _body("publish")
 
 
 @task(task_id="stats")
 def stats() -> None:
     """Log the run's summary and what gold holds."""
-    _bodies().stats(get_current_context())
+    _body("stats")
 
 
 @task(task_id="maintain")
 def maintain() -> None:
     """Maintain the lake."""
-    _bodies().maintain(get_current_context())
+    _body("maintain")
 
 
 @task(task_id="deliver")
 def deliver() -> None:
     """One delivery pass to the sink of the Airflow Connections."""
-    _bodies().deliver(get_current_context())
+    _body("deliver")

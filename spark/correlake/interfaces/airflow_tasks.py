@@ -18,7 +18,7 @@ from urllib.parse import quote
 from airflow.sdk import Variable
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from correlake.config import AIRFLOW_LOCK_WAIT_SECONDS, demo_dir, state_dir, table_path
+from correlake.config import AIRFLOW_LOCK_WAIT_SECONDS, ConfigError, demo_dir, state_dir, table_path, validate
 from correlake.contract.parsing import BadRecord, parse_time
 from correlake.errors import UsageError
 from correlake.lake import maintenance, preflight
@@ -30,15 +30,33 @@ from correlake.run.result import RunResult
 from correlake.run.staged import LakeMoved
 from correlake.run.store import staged_run
 from correlake.run.summary import findings, summary
+from correlake.text import escape_lines
 
 log = logging.getLogger("correlake")
 
 
 def locations() -> tuple[str, str]:
-    """(landing, lake): the Airflow Variables `correlake_landing`, `correlake_lake`, or the defaults."""
+    """(landing, lake): the Airflow Variables `correlake_landing`, `correlake_lake`, or the
+    defaults; UsageError for one outside the allowed root (`config.allowed_roots`)."""
     landing = Variable.get("correlake_landing", default=str(demo_dir() / "landing"))
     lake = Variable.get("correlake_lake", default=str(state_dir() / "airflow" / "lake"))
+    for name, path in (("correlake_landing", landing), ("correlake_lake", lake)):
+        preflight.require_allowed(path, f"Airflow Variable {name}:")
     return str(Path(landing).resolve()), str(Path(lake).resolve())
+
+
+def checked_inputs(context) -> tuple[str, str]:
+    """What a DAG run's first task checks before any work: the run's conf holds only the DAG's
+    params (a typo would fall back to a default: `dryrun` would publish), the environment's
+    settings are usable (`config.validate`), the Variables' folders are allowed. (landing,
+    lake), or the task fails without retry (a retry would meet the same)."""
+    if unknown := sorted(set(context["dag_run"].conf or {}) - set(context["dag"].params)):
+        raise AirflowFailException(f"unknown params {unknown}: this DAG takes {sorted(context['dag'].params)}")
+    try:
+        validate()
+        return locations()
+    except (ConfigError, UsageError) as exc:
+        raise AirflowFailException(str(exc)) from None
 
 
 def as_of_millis(as_of: str | None, run_type: str, data_interval_end) -> int | None:
@@ -71,10 +89,8 @@ def prepare(context) -> dict | None:
     """Plan the run (a rebuild reads bronze only); None, so the later tasks skip, when nothing is new
     (statuses are then re-evaluated if as_of moved, outside a dry run)."""
     params = context["params"]
-    if unknown := sorted(set(context["dag_run"].conf or {}) - set(context["dag"].params)):
-        raise AirflowFailException(f"unknown params {unknown}: this DAG takes {sorted(context['dag'].params)}")
+    landing, lake = checked_inputs(context)
     rebuild = params["rebuild"]
-    landing, lake = locations()
     try:
         warning = preflight.check_run(None if rebuild else landing, lake)
     except UsageError as exc:
@@ -82,7 +98,7 @@ def prepare(context) -> dict | None:
     as_of = as_of_millis(params.get("as_of"), context["dag_run"].run_type, context.get("data_interval_end"))
     print(f"landing {landing}, lake {lake}, as_of {as_of}, params {dict(params)}")
     if warning:
-        log.warning(warning)
+        log.warning(escape_lines(warning))
     try:
         planned = call(stepwise.prepare, None if rebuild else landing, lake, as_of=as_of,
                        max_quarantine_ratio=params.get("max_quarantine_ratio"), rebuild=rebuild,
@@ -109,7 +125,7 @@ def gate(context, name: str) -> None:
     except GateFailed as exc:
         staged_run(run["lake"], run["run_id"]).clear()
         for line in f"FAILED — {exc}".splitlines():  # one log line per line of the report
-            log.error(line)
+            log.error(escape_lines(line))
         raise AirflowFailException(f"data-quality gate '{exc.gate}' failed (report above); nothing of run "
                                    f"{run['run_id']} was published, gold is unchanged") from None
     print(f"gate {name}: passed")
@@ -139,9 +155,15 @@ def stats(context) -> None:
 
 
 def maintain(context) -> None:
-    """Maintain the lake (skipped while there is none), waiting for a run that holds its lock."""
+    """Maintain the lake (skipped while there is none), waiting for a run that holds its lock;
+    a retention under Delta's default is refused (only `correlake maintain --force` lowers it)."""
     params = context["params"]
-    lake = locations()[1]
+    lake = checked_inputs(context)[1]
+    try:
+        preflight.check_retention(params["retain_hours"], False, "the DAG never lowers it: run "
+                                  "`correlake maintain --retain-hours H --force` by hand")
+    except UsageError as exc:
+        raise AirflowFailException(f"param retain_hours: {exc}") from None
     try:
         preflight.require_folder(lake)
     except UsageError as exc:
@@ -189,7 +211,11 @@ def deliver(context) -> None:
     from correlake.delivery.sinks import open_sink
     from correlake.errors import DeliveryError
 
-    params, lake = context["params"], locations()[1]
+    params, lake = context["params"], checked_inputs(context)[1]
+    try:
+        preflight.require_folder(lake)
+    except UsageError as exc:
+        raise AirflowSkipException(f"{exc}: nothing to deliver yet (Airflow Variable correlake_lake)") from None
     kind, url, secret = delivery_sink()
     settings = delivery.Settings(partitions=params["partitions"], max_seconds=params["max_seconds"])
     try:

@@ -11,6 +11,7 @@ import traceback
 from correlake.config import ConfigError, validate
 from correlake.errors import EXIT_ERROR, EXIT_USAGE, Terminated, UsageError
 from correlake.interfaces.commands import deliver, demo, maintain, rebuild, report, run, serve, sql
+from correlake.text import escaped_output
 
 COMMANDS = (run, rebuild, demo, maintain, deliver, serve, sql, report)
 
@@ -31,38 +32,39 @@ def main(argv: list[str] | None = None) -> int:
     on_sigterm = signal.getsignal(signal.SIGTERM)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, interrupt_quietly(Terminated))  # as Ctrl-C: a run in progress rolls back
-    try:
-        validate()
-        return args.main(args)
-    except (UsageError, ConfigError) as exc:
-        print(f"correlake: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt as exc:
-        return _stopped(exc)
-    except Exception as exc:  # set-up, driver and machine problems surface as a clear error, not a traceback
-        from correlake.run.driver import DriverError, RemoteError
-        from correlake.lake.journal import UnreadableJournal
-        from correlake.session import SetupError
-
-        if interrupt := _interrupt(exc):  # raised while it rolled back (a JVM stopped by the same signal)
-            return _stopped(interrupt)
-        if problem := _machine_problem(exc):
-            print(f"correlake: {problem}; nothing of the run was published (what it had begun to write was "
-                  "rolled back, or is by the next run)", file=sys.stderr)
-            return EXIT_USAGE
-        if isinstance(exc, RemoteError):  # unexpected on the driver: its text holds the driver's traceback
-            print(exc, file=sys.stderr)
-        elif isinstance(exc, (SetupError, UnreadableJournal, DriverError)):
+    with escaped_output():  # what reaches the terminal: no control character of a value or a file name
+        try:
+            validate()
+            return args.main(args)
+        except (UsageError, ConfigError) as exc:
             print(f"correlake: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        else:
-            traceback.print_exc()
-        print(f"correlake: unexpected error ({type(exc).__name__}, traceback above); nothing of the run was "
-              "published (a run that had begun to write is rolled back by the next)", file=sys.stderr)
-        return EXIT_ERROR
-    finally:
-        if threading.current_thread() is threading.main_thread():
-            signal.signal(signal.SIGTERM, on_sigterm)
+        except KeyboardInterrupt as exc:
+            return _stopped(exc)
+        except Exception as exc:  # set-up, driver and machine problems surface as a clear error, not a traceback
+            from correlake.run.driver import DriverError, RemoteError
+            from correlake.lake.journal import UnreadableJournal
+            from correlake.session import SetupError
+
+            if interrupt := _interrupt(exc):  # raised while it rolled back (a JVM stopped by the same signal)
+                return _stopped(interrupt)
+            if problem := _machine_problem(exc):
+                print(f"correlake: {problem}; nothing of the run was published (what it had begun to write was "
+                      "rolled back, or is by the next run)", file=sys.stderr)
+                return EXIT_USAGE
+            if isinstance(exc, RemoteError):  # unexpected on the driver: its text holds the driver's traceback
+                print(exc, file=sys.stderr)
+            elif isinstance(exc, (SetupError, UnreadableJournal, DriverError)):
+                print(f"correlake: {exc}", file=sys.stderr)
+                return EXIT_USAGE
+            else:
+                traceback.print_exc()
+            print(f"correlake: unexpected error ({type(exc).__name__}, traceback above); nothing of the run was "
+                  "published (a run that had begun to write is rolled back by the next)", file=sys.stderr)
+            return EXIT_ERROR
+        finally:
+            if threading.current_thread() is threading.main_thread():
+                signal.signal(signal.SIGTERM, on_sigterm)
 
 
 def _stopped(interrupt: KeyboardInterrupt) -> int:

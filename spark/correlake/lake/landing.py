@@ -9,6 +9,7 @@ from pathlib import Path
 
 from correlake.config import MAX_FILE_BYTES, STREAMS, table_path
 from correlake.errors import UsageError
+from correlake.text import escape
 
 SUFFIXES = (".jsonl", ".jsonl.gz")
 HIDDEN = (".", "_")  # names Spark's file sources skip (and producers' usual temporary names)
@@ -58,7 +59,7 @@ def _scan(landing: str | Path, stream: str) -> tuple[list[str], list[tuple[str, 
     files, notes = [], []
 
     def note(path: str, why: str = "", folder: bool = False) -> None:
-        shown = os.fsencode(os.path.relpath(path, landing)).decode("utf-8", "backslashreplace")
+        shown = escape(os.fsencode(os.path.relpath(path, landing)).decode("utf-8", "backslashreplace"))
         notes.append((shown + ("/" if folder else ""), why))
 
     def unreadable_folder(exc: OSError) -> None:

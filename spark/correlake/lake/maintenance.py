@@ -7,7 +7,8 @@ Maintenance rewrites files, never rows: every table reads the same before and af
 It holds the lake's run lock (never beside a run) and first rolls back an unfinished
 run, as a run does. VACUUM keeps Delta's retention (7 days, time travel within it keeps
 working) unless `retain_hours` is given: an explicit value is the user's override of
-Delta's retention check, lifted for this maintenance only.
+Delta's retention check, lifted for this maintenance only (`correlake maintain` asks for
+`--force` below 7 days, the Airflow DAG refuses it: `preflight.check_retention`).
 """
 
 from __future__ import annotations
@@ -20,12 +21,11 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 
 from correlake.lake import journal, lock, tables as lake
-from correlake.config import DELETION_VECTOR_TABLES, TABLES, WRITE_THREADS, table_path
+from correlake.config import DELETION_VECTOR_TABLES, DELTA_RETAIN_HOURS, TABLES, WRITE_THREADS, table_path
 from correlake.quality.gates import old_validations, remove_validations
 from correlake.session import run_concurrently
 from correlake.lake.sqlfiles import delta_table
 
-DELTA_RETAIN_HOURS = 168  # Delta's default delta.deletedFileRetentionDuration
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 # The operations of the commits maintenance makes (Delta's names): none changes a row.
 # The second line: the commits of `DROP FEATURE deletionVectors`.

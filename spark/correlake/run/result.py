@@ -9,6 +9,7 @@ import uuid
 from dataclasses import dataclass, field
 
 from correlake.contract.reasons import reason_kind
+from correlake.text import escape
 
 
 @dataclass
@@ -38,10 +39,11 @@ class RunResult:
     def quarantined_total(self) -> int:
         return sum(self.quarantined.values())
 
-    def top_quarantine_reasons(self, n: int) -> list[tuple[str, int, str | None]]:
-        """The n most frequent reasons: (reason, lines, where its first line is)."""
+    def top_quarantine_reasons(self, n: int) -> list[tuple[str, int, str]]:
+        """The n most frequent reasons, to show: (reason, lines, where its first line is), control
+        characters escaped (a reason may quote a value, the file's name is the producer's)."""
         top = sorted(self.quarantined.items(), key=lambda kv: -kv[1])[:n]
-        return [(reason, count, self.first_quarantined.get(reason)) for reason, count in top]
+        return [(escape(reason), count, escape(str(self.first_quarantined.get(reason)))) for reason, count in top]
 
     def count_lines(self, counts, last_event_time: int | None) -> None:
         """Add the run's line counts (`bronze.line_counts`: rows of stream, reason, _is_replay,

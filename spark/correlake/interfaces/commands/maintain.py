@@ -14,7 +14,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
     parser = sub.add_parser("maintain", help="compact, purge deletion vectors, vacuum and checkpoint every table")
     options.add_lake(parser)
     parser.add_argument("--retain-hours", type=options.hours, default=None,
-                        help="VACUUM retention (default: Delta's 168 h; a smaller value overrides its check)")
+                        help="VACUUM retention (default: Delta's 168 h; a smaller value needs --force)")
+    parser.add_argument("--force", action="store_true",
+                        help="allow a --retain-hours under 168 h: older versions become unreadable")
     parser.add_argument("--dry-run", action="store_true", help="change nothing; report what VACUUM would delete")
     options.add_wait(parser)
     return parser
@@ -27,6 +29,7 @@ def main(args: argparse.Namespace) -> int:
     from correlake.session import get_spark
 
     preflight.require_folder(args.lake)
+    preflight.check_retention(args.retain_hours, args.force, "add --force to vacuum them anyway")
     try:
         result = maintenance.maintain(get_spark(), args.lake, args.retain_hours, args.dry_run, args.wait)
     except LakeBusy as exc:

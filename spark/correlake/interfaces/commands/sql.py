@@ -10,6 +10,7 @@ from pathlib import Path
 
 from correlake.interfaces import options
 from correlake.errors import EXIT_OK, UsageError, first_line
+from correlake.text import escape
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
@@ -83,17 +84,19 @@ def run(spark, text: str):
 
 
 def show(df, limit: int) -> str:
-    """The first `limit` rows as an aligned text table, and how many were left out."""
+    """The first `limit` rows as an aligned text table (control characters escaped: `\\x1b`, `\\n`),
+    and how many were left out."""
     table = df.limit(limit + 1).toArrow()
     shown = table.slice(0, limit)
-    rows = [list(map(_cell, values)) for values in zip(*(column.to_pylist() for column in shown.columns))]
+    names = list(map(escape, table.column_names))
+    rows = [[escape(_cell(v)) for v in values] for values in zip(*(column.to_pylist() for column in shown.columns))]
     numeric = [_is_number(t) for t in table.schema.types]
-    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(table.column_names)]
+    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(names)]
 
     def line(cells):
         return "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)).rstrip()
 
-    out = [line(table.column_names), line(["-" * w for w in widths]), *map(line, rows)]
+    out = [line(names), line(["-" * w for w in widths]), *map(line, rows)]
     if table.num_rows > limit:
         total = df.count()
         out.append(f"({limit} of {total} rows shown; {total - limit} not shown: raise --limit or use --out FILE)")

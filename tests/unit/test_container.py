@@ -1,0 +1,27 @@
+"""The container image (docker/Dockerfile) runs as a user without privileges. (Building
+it takes minutes and a container engine: docs/container.md tells how it was tried.)"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+DOCKERFILE = Path(__file__).resolve().parents[2] / "docker" / "Dockerfile"
+
+
+def instructions() -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) of the Dockerfile, continuation lines joined, comments dropped."""
+    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text())
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1] if " " in line else "") for line in lines]
+
+
+def test_the_image_runs_as_a_non_root_user():
+    steps = instructions()
+    users = [i for i, (op, _) in enumerate(steps) if op == "USER"]
+    assert users, "no USER: the image would run as root"
+    user = steps[users[-1]][1].split(":")[0]
+    assert user not in ("root", "0")
+    assert not any(op == "RUN" for op, _ in steps[users[-1]:])  # the user set after the last build step
+    if user.isdigit():  # a numeric user (what Kubernetes' runAsNonRoot checks) made by the image
+        assert any(op == "RUN" and f"--uid {user}" in args for op, args in steps)

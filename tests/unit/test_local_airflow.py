@@ -1,0 +1,63 @@
+"""`make airflow`'s set-up (`correlake.interfaces.airflow_local`): AIRFLOW_HOME private
+(0700), the admin's password file created 0600 before its content is written, and the
+password shown at the first start only."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+from pathlib import Path
+
+from correlake.interfaces import airflow_local
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def test_airflow_home_is_created_private_and_an_open_one_made_so(tmp_path):
+    old = os.umask(0)
+    try:
+        airflow_local.private_home(tmp_path / ".local" / "airflow")
+    finally:
+        os.umask(old)
+    assert mode(tmp_path / ".local" / "airflow") == 0o700
+    (tmp_path / "open").mkdir(mode=0o755)
+    airflow_local.private_home(tmp_path / "open")
+    assert mode(tmp_path / "open") == 0o700
+
+
+def test_the_password_file_is_0600_from_its_creation_and_the_password_shown_once(tmp_path, monkeypatch):
+    """With umask 0 and no chmod allowed, only a file created 0600 ends 0600: its content
+    was never in a file others could read."""
+    passwords = tmp_path / "passwords.json"
+    forbidden = []
+    monkeypatch.setattr(os, "chmod", lambda *a, **k: forbidden.append(a))
+    monkeypatch.setattr(Path, "chmod", lambda *a, **k: forbidden.append(a))
+    old = os.umask(0)
+    try:
+        first = airflow_local.login(passwords)
+    finally:
+        os.umask(old)
+    monkeypatch.undo()
+    password = json.loads(passwords.read_text())["admin"]
+    assert forbidden == [] and mode(passwords) == 0o600
+    assert first.startswith(f"admin / {password}") and "shown this once" in first
+    assert [p.name for p in tmp_path.iterdir()] == ["passwords.json"]  # no temporary file left
+
+    second = airflow_local.login(passwords)
+    assert password not in second and second == f"admin, password in {passwords} (shown at the first start only)"
+    assert json.loads(passwords.read_text()) == {"admin": password}
+
+
+def test_a_password_file_of_an_older_launcher_is_kept_and_made_0600(tmp_path):
+    passwords = tmp_path / "passwords.json"
+    passwords.write_text(json.dumps({"admin": "old-secret", "viewer": "v"}))
+    passwords.chmod(0o644)
+    assert "old-secret" not in airflow_local.login(passwords)
+    assert mode(passwords) == 0o600 and json.loads(passwords.read_text())["admin"] == "old-secret"
+
+    passwords.write_text(json.dumps({"viewer": "v"}))  # no admin yet: one is added, the others kept
+    assert "shown this once" in airflow_local.login(passwords)
+    assert set(json.loads(passwords.read_text())) == {"viewer", "admin"} and mode(passwords) == 0o600
