@@ -7,6 +7,7 @@ import os
 import re
 import socket
 import subprocess
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -150,10 +151,9 @@ class PythonWorkerPeak:
     /proc/<pid>/clear_refs), then read every `interval` seconds, workers forked meanwhile
     included. `peak` is set when the block ends."""
 
-    def __init__(self, spark, interval: float = 0.02):
+    def __init__(self, spark, interval: float = 0.1):
         self.jvm, self.interval, self.peak = spark.sparkContext._gateway.proc.pid, interval, 0
-        self.peaks: dict[int, int] = {}  # worker pid -> its peak
-        self._stop = None
+        self._stop, self._thread = threading.Event(), None
 
     def _workers(self) -> list[int]:
         parents = {}
@@ -177,9 +177,8 @@ class PythonWorkerPeak:
     def _read_peaks(self) -> None:
         for pid in self._workers():
             for line in _read(f"/proc/{pid}/status").splitlines():
-                if line.startswith(b"VmHWM:"):
-                    self.peaks[pid] = max(self.peaks.get(pid, 0), int(line.split()[1]) * 1024)
-                    self.peak = max(self.peak, self.peaks[pid])
+                if line.startswith(b"VmHWM:"):  # a high-water mark: workers live on between polls
+                    self.peak = max(self.peak, int(line.split()[1]) * 1024)
 
     def _poll(self) -> None:
         while not self._stop.is_set():
@@ -188,15 +187,12 @@ class PythonWorkerPeak:
         self._read_peaks()
 
     def __enter__(self):
-        import threading
-
         for pid in self._workers():
             try:
                 with open(f"/proc/{pid}/clear_refs", "w") as f:
                     f.write("5")
             except OSError:
                 pass
-        self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
         return self
