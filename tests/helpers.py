@@ -7,6 +7,7 @@ import os
 import re
 import socket
 import subprocess
+import threading
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -142,3 +143,68 @@ def start_driver(root: Path) -> tuple[subprocess.Popen, Path, Path]:
     process = driver.spawn(address, log, warm_up_rounds=0, env={**os.environ, "CORRELAKE_DRIVER_MEMORY": "1g"},
                            timeout=180)
     return process, address, log
+
+
+class PythonWorkerPeak:
+    """The peak resident memory (bytes) of the Python workers of a SparkSession's JVM while
+    a `with` block runs: their high-water marks reset at its start (Linux's
+    /proc/<pid>/clear_refs), then read every `interval` seconds, workers forked meanwhile
+    included. `peak` is set when the block ends."""
+
+    def __init__(self, spark, interval: float = 0.1):
+        self.jvm, self.interval, self.peak = spark.sparkContext._gateway.proc.pid, interval, 0
+        self._stop, self._thread = threading.Event(), None
+
+    def _workers(self) -> list[int]:
+        parents = {}
+        for entry in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    parents[int(entry)] = int(f.read().rsplit(b")", 1)[1].split()[1])
+            except (ValueError, OSError):
+                continue
+
+        def under_jvm(pid: int) -> bool:
+            while pid > 1:
+                pid = parents.get(pid, 0)
+                if pid == self.jvm:
+                    return True
+            return False
+
+        modules = {b"pyspark.daemon", b"pyspark.worker"}  # not the JVM's own forks (Hadoop's readlink)
+        return [pid for pid in parents if under_jvm(pid) and modules & set(_read(f"/proc/{pid}/cmdline").split(b"\0"))]
+
+    def _read_peaks(self) -> None:
+        for pid in self._workers():
+            for line in _read(f"/proc/{pid}/status").splitlines():
+                if line.startswith(b"VmHWM:"):  # a high-water mark: workers live on between polls
+                    self.peak = max(self.peak, int(line.split()[1]) * 1024)
+
+    def _poll(self) -> None:
+        while not self._stop.is_set():
+            self._read_peaks()
+            self._stop.wait(self.interval)
+        self._read_peaks()
+
+    def __enter__(self):
+        for pid in self._workers():
+            try:
+                with open(f"/proc/{pid}/clear_refs", "w") as f:
+                    f.write("5")
+            except OSError:
+                pass
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return b""

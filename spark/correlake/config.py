@@ -38,9 +38,12 @@ CANCEL_SECONDS = 30  # an interrupted run waits this long at most for Spark's jo
 # evaluate its row projections rather than generate code for them (session.row_projections)
 INTERPRETED_MAX_BYTES = 4 * 2**20
 GZIP_RATIO = 10  # a gzip file's JSON, estimated from its size
-# Spark's binary file reader holds a landing file in one array: a larger file is not read,
-# named with why in the run's warning (rather than failing every run).
-MAX_FILE_BYTES = 2**31 - 1
+# Landing files are read as streams, line by line (transforms/bronze.py): a longer line
+# (its bytes before the line feed, decompressed) is quarantined as `line too long`, with
+# only its first LONG_LINE_RAW_BYTES as `raw` (contract revision 2, Bad input).
+MAX_LINE_BYTES = 16 * 2**20
+LONG_LINE_RAW_BYTES = 64 * 2**10
+PARSED_BATCH_BYTES = 32 * 2**20  # a Python worker sends the lines it parsed in Arrow batches of about this much text
 LOCK_HEARTBEAT_SECONDS = 10  # the holder of a lake lock rewrites it this often (its heartbeat)
 LOCK_STALE_SECONDS = 120  # a lake lock not rewritten for this long is stale, whoever holds it
 LOCK_FOREIGN_STALE_SECONDS = 60  # a lock file that no run wrote (not its JSON) is stale this old

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import gzip
+import io
 import json
 import os
 import re
@@ -20,11 +21,14 @@ from pyspark.sql import functions as F
 from correlake.interfaces import cli
 from correlake.lake import meta
 from correlake.run import pipeline
-from correlake.config import MAX_FILE_BYTES, table_path
+from correlake.config import LONG_LINE_RAW_BYTES, table_path
+from correlake.lake.landing import OUTSIDE_WHY, list_files, new_files
 from correlake.lake.sqlfiles import delta_table
-from helpers import versions, write_jsonl
+from correlake.run import staged
+from helpers import PythonWorkerPeak, versions, write_jsonl
 
 T0 = 1767225600000
+MARKER = "SECRET-MARKER-7f3a"  # in files outside the landing, never to be read
 
 
 def m(position, key="k", **extra):
@@ -35,12 +39,34 @@ def table(spark, lake_dir, name):
     return spark.read.format("delta").load(table_path(lake_dir, name))
 
 
+def write_inflating_gz(path, before: list, after: list, line_bytes: int = 2**30) -> None:
+    """A gzip file of about 1 MiB: the `before` lines, a line of `line_bytes` bytes (one
+    64 MiB member of `x` over and over: gzip's members are one stream), the `after` lines."""
+    piece = gzip.compress(b"x" * (64 << 20), compresslevel=9, mtime=0)
+    with open(path, "wb") as f:
+        f.write(gzip.compress(("".join(json.dumps(r) + "\n" for r in before) + '{"pad": "').encode()))
+        for _ in range(line_bytes // (64 << 20)):
+            f.write(piece)
+        f.write(gzip.compress(('"}\n' + "".join(json.dumps(r) + "\n" for r in after)).encode()))
+
+
 @pytest.fixture(scope="module")
 def mixed(spark, tmp_path_factory):
-    """One run over a landing with every kind of file and line."""
+    """One run over a landing with every kind of file and line: links out of the landing
+    (one swapped after the run listed it), a small gzip file inflating to a 1 GiB line;
+    the Python workers' peak memory measured meanwhile."""
     root = tmp_path_factory.mktemp("bronze")
     landing, lake_dir = root / "landing", str(root / "lake")
     msgs = landing / "messages"
+    outside = root / "outside"  # beside the landing
+    (outside / "folder").mkdir(parents=True)
+    for secret in (outside / "secret.jsonl", outside / "folder" / "s.jsonl"):
+        secret.write_text(json.dumps(m(99, key=MARKER)) + "\n" + MARKER + "\n")
+    (msgs / "secret.jsonl").parent.mkdir(parents=True)
+    (msgs / "secret.jsonl").symlink_to(outside / "secret.jsonl")
+    (msgs / "all").symlink_to(outside / "folder")
+    (msgs / "swapped.jsonl").symlink_to(msgs / "a.jsonl")  # in the landing when listed, then not
+    write_inflating_gz(msgs / "inflating.jsonl.gz", [m(20)], [m(21)])
     write_jsonl(msgs / "a.jsonl", [m(1), m(2, extra_field={"kept": True}), "", "   ", m(3)])
     write_jsonl(msgs / "deep" / "er" / "b.jsonl", [m(4), m(1), m(5, key=7)], gz=True)  # m(1): exact replay
     write_jsonl(msgs / "c.jsonl", [m(2, key="other"), '{"position": 6, "name": "m"', m(7, ttl_ms=-5)])
@@ -54,20 +80,85 @@ def mixed(spark, tmp_path_factory):
          "message_name": "m", "correlation_key": "k"},
         {"position": 2, "type": "TELEPORTED", "timestamp": T0},
     ])
-    result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
-    return spark, landing, lake_dir, result
+
+    def listed_then_swapped(*args):
+        files = new_files(*args)
+        (msgs / "swapped.jsonl").unlink()
+        (msgs / "swapped.jsonl").symlink_to(outside / "secret.jsonl")
+        return files
+
+    with pytest.MonkeyPatch.context() as patch, PythonWorkerPeak(spark) as peak:
+        patch.setattr(staged, "new_files", listed_then_swapped)
+        result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
+    return spark, landing, lake_dir, result, peak.peak
 
 
 def test_every_line_lands_in_bronze_or_quarantine(mixed):
-    spark, _, lake_dir, result = mixed
+    spark, _, lake_dir, result, _ = mixed
     bronze = table(spark, lake_dir, "bronze_messages").count() + table(spark, lake_dir, "bronze_workflow_events").count()
     quarantined = table(spark, lake_dir, "quarantine").count()
-    assert result.records_read == 13 == bronze + quarantined  # blank lines are not records
-    assert quarantined == result.quarantined_total == 5
+    assert result.records_read == 16 == bronze + quarantined  # blank lines are not records
+    assert quarantined == result.quarantined_total == 6
+
+
+def test_a_line_too_long_is_quarantined_cut_and_its_file_read_in_little_memory(mixed):
+    """The 1 GiB line of a 1 MiB gzip file: its first 64 KiB in quarantine, the lines around
+    it in bronze, the file ingested (a second run does not meet it: the no-op rerun below)."""
+    spark, _, lake_dir, result, peak = mixed
+    source = F.col("_source_file").endswith("/inflating.jsonl.gz")
+    row = table(spark, lake_dir, "quarantine").where(source).select("_line", "reason", "raw").first()
+    assert (row["_line"], row["reason"]) == (2, "line too long")
+    assert row["raw"] == '{"pad": "' + "x" * (LONG_LINE_RAW_BYTES - 9)
+    assert sorted(tuple(r) for r in table(spark, lake_dir, "bronze_messages").where(source)
+                  .select("position", "_line").collect()) == [(20, 1), (21, 3)]
+    assert table(spark, lake_dir, "ingested_files").where(F.col("path").endswith("/inflating.jsonl.gz")).first()[
+        "lines"] == 3
+    print(f"Python workers' peak memory: {peak / 2**20:.0f} MiB")
+    assert 0 < peak < 512 * 2**20, f"{peak / 2**20:.0f} MiB"
+
+
+def test_links_out_of_the_landing_are_not_read_even_swapped_after_listing(mixed):
+    from correlake.lake.landing import unread
+    from correlake.run.summary import summary
+
+    spark, landing, lake_dir, result, _ = mixed
+    for name in ("bronze_messages", "quarantine"):
+        rows = table(spark, lake_dir, name)
+        assert rows.where(F.col("raw").contains(MARKER) | F.col("_source_file").rlike("/(all|secret|swapped)")
+                          ).count() == 0
+    swapped = str(landing / "messages" / "swapped.jsonl")
+    assert result.not_read == {swapped: OUTSIDE_WHY} and result.files == 8
+    assert swapped not in [r["path"] for r in table(spark, lake_dir, "ingested_files").collect()]
+    assert summary(result).splitlines()[-1].endswith(f"{swapped} ({OUTSIDE_WHY})")
+    assert [note for note in unread(landing) if OUTSIDE_WHY in note] == [
+        f"messages/all/ ({OUTSIDE_WHY})", f"messages/secret.jsonl ({OUTSIDE_WHY})",
+        f"messages/swapped.jsonl ({OUTSIDE_WHY})"]
+
+
+def test_a_link_swapped_between_listing_and_reading_is_not_read(spark, tmp_path):
+    """The reading itself refuses it (the listing is the run's plan, made before)."""
+    from correlake.transforms.bronze import parse_landing
+
+    msgs, outside = tmp_path / "landing" / "messages", tmp_path / "outside.jsonl"
+    write_jsonl(msgs / "a.jsonl", [m(1)])
+    outside.write_text(json.dumps(m(2, key=MARKER)) + "\n")  # a good record: it would be in bronze
+    (msgs / "b.jsonl").symlink_to(msgs / "a.jsonl")
+    (msgs / "sub").mkdir()
+    (msgs / "sub" / "c.jsonl").symlink_to(msgs / "a.jsonl")
+    files = list_files(tmp_path / "landing")
+    (msgs / "b.jsonl").unlink()
+    (msgs / "b.jsonl").symlink_to(outside)
+    shutil.rmtree(msgs / "sub")
+    (msgs / "sub").symlink_to(tmp_path)  # the folder swapped: sub/c.jsonl is outside.jsonl
+    (tmp_path / "c.jsonl").symlink_to(outside)
+    rows = parse_landing(spark, files).collect()
+    assert sorted((os.path.relpath(r["_source_file"], msgs), r["_line"], r["reason"], r["raw"]) for r in rows) == [
+        ("a.jsonl", 1, None, json.dumps(m(1))), ("b.jsonl", None, OUTSIDE_WHY, None),
+        ("sub/c.jsonl", None, OUTSIDE_WHY, None)]
 
 
 def test_quarantine_reasons_are_precise(mixed):
-    spark, _, lake_dir, result = mixed
+    spark, _, lake_dir, result, _ = mixed
     rows = {(r["_source_file"].rsplit("/", 1)[1], r["_line"]): r for r in table(spark, lake_dir, "quarantine").collect()}
     assert rows[("c.jsonl", 1)]["reason"].startswith("conflicting position 2: differs from the record at ")
     assert rows[("c.jsonl", 1)]["reason"].endswith("a.jsonl:2")
@@ -80,17 +171,17 @@ def test_quarantine_reasons_are_precise(mixed):
 
 
 def test_replays_are_recognised_not_duplicated(mixed):
-    spark, _, lake_dir, result = mixed
+    spark, _, lake_dir, result, _ = mixed
     bronze = table(spark, lake_dir, "bronze_messages")
     assert result.replays == 1
     assert bronze.where("position = 1").count() == 2
     assert bronze.where("position = 1 AND NOT _is_replay").count() == 1
-    assert table(spark, lake_dir, "silver_messages").count() == 6  # positions 1,2,3,4,5,8
+    assert table(spark, lake_dir, "silver_messages").count() == 8  # positions 1,2,3,4,5,8,20,21
     assert table(spark, lake_dir, "messages").where("message_key = 1").count() == 1
 
 
 def test_bronze_keeps_the_record_as_read(mixed):
-    spark, _, lake_dir, _ = mixed
+    spark, _, lake_dir, _, _ = mixed
     row = table(spark, lake_dir, "bronze_messages").where("position = 2").first()
     assert json.loads(row["raw"])["extra_field"] == {"kept": True}
     assert row["_source_file"].endswith("a.jsonl") and row["_line"] == 2 and row["_run_id"]
@@ -99,7 +190,7 @@ def test_bronze_keeps_the_record_as_read(mixed):
 
 
 def test_rerun_with_nothing_new_is_a_noop(mixed):
-    spark, landing, lake_dir, _ = mixed
+    spark, landing, lake_dir, _, _ = mixed
     before = versions(lake_dir)
     result = pipeline.run(spark, str(landing), lake_dir)
     assert result.nothing_new and versions(lake_dir) == before
@@ -108,7 +199,7 @@ def test_rerun_with_nothing_new_is_a_noop(mixed):
 def test_later_run_replays_and_conflicts_against_bronze(mixed, tmp_path):
     """On a copy of the module's lake, whose other tests read it as the one run left it; its
     landing holds the later file alone (the lake's files, ingested, are not read again anyway)."""
-    spark, _, lake_dir, _ = mixed
+    spark, _, lake_dir, _, _ = mixed
     landing, lake_dir = tmp_path / "landing", str(shutil.copytree(lake_dir, tmp_path / "lake"))
     write_jsonl(landing / "messages" / "later.jsonl", [m(3), m(4, key="changed"), m(9)])
     result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
@@ -209,35 +300,36 @@ def test_what_a_run_will_not_read_is_named(tmp_path):
     assert unread_warning(tmp_path) is None
 
 
-def test_files_a_run_cannot_read_are_named_with_why_and_read_once_they_can(tmp_path):
-    from correlake.lake.landing import list_files, unread
+def test_files_a_run_cannot_read_are_named_with_why_and_read_once_they_can(tmp_path, tmp_path_factory):
+    from correlake.lake.landing import unread
 
-    msgs = tmp_path / "messages"
+    msgs, away = tmp_path / "messages", tmp_path_factory.mktemp("away")  # away: out of the landing
+    (away / "x.jsonl").touch()
+    (msgs / "far").mkdir(parents=True)
+    (msgs / "far" / "x.jsonl").symlink_to(away / "x.jsonl")  # not read, nor is what it links to
+    (msgs / "all").symlink_to("/")                          # not walked
+    (tmp_path / "workflow_events").symlink_to(away)        # a stream folder out of the landing
     for name in ("a.jsonl", ".b.jsonl", "_c.jsonl", "sub/d.jsonl", "../outside/e.jsonl", "_tmp/f.jsonl",
                  "sub/.staging/g.jsonl"):
         (msgs / name).parent.mkdir(parents=True, exist_ok=True)
         (msgs / name).touch()
-    (msgs / "linked").symlink_to(tmp_path / "outside")      # a link to a folder is followed
+    (msgs / "linked").symlink_to(tmp_path / "outside")      # a link to a folder of the landing is followed
     (msgs / "sub" / "loop").symlink_to(msgs)                 # each folder is read once
     (msgs / "dangling.jsonl").symlink_to(tmp_path / "gone.jsonl")
     os.mkfifo(msgs / "pipe.jsonl")
-    os.truncate(msgs / "sub" / "d.jsonl", MAX_FILE_BYTES)  # sparse: no disk taken
-    (msgs / "big.jsonl").touch()
-    os.truncate(msgs / "big.jsonl", MAX_FILE_BYTES + 1)  # Spark's binary file reader refused it: every run failed
+    os.truncate(msgs / "sub" / "d.jsonl", 2**31)  # sparse: no disk taken; read as a stream, whatever its size
     for name in (b"\xff.jsonl", b"sub/\xfe/h.jsonl"):  # names Spark could not be given: every run failed
         os.makedirs(os.path.dirname(os.fsencode(msgs) + b"/" + name), exist_ok=True)
         open(os.fsencode(msgs) + b"/" + name, "w").close()
-    (tmp_path / "workflow_events").mkdir()
     assert [os.path.relpath(f.path, tmp_path) for f in list_files(tmp_path)] == [
         "messages/a.jsonl", "messages/linked/e.jsonl", "messages/sub/d.jsonl"]
     assert unread(tmp_path) == [
         "messages/.b.jsonl (hidden name: starts with . or _)", "messages/\\xff.jsonl (name not UTF-8: rename it)",
         "messages/_c.jsonl (hidden name: starts with . or _)", "messages/_tmp/ (hidden name: starts with . or _)",
-        "messages/big.jsonl (2,147,483,648 bytes: split it, Spark reads a landing file whole, 2,147,483,647 bytes "
-        "at most)",
-        "messages/dangling.jsonl (broken link)", "messages/pipe.jsonl (not a regular file)",
+        f"messages/all/ ({OUTSIDE_WHY})", "messages/dangling.jsonl (broken link)",
+        f"messages/far/x.jsonl ({OUTSIDE_WHY})", "messages/pipe.jsonl (not a regular file)",
         "messages/sub/.staging/ (hidden name: starts with . or _)", "messages/sub/\\xfe/ (name not UTF-8: rename it)",
-        "outside/"]
+        f"workflow_events/ ({OUTSIDE_WHY})", "outside/"]
 
 
 def test_unreadable_files_and_folders_are_named_not_skipped_silently(tmp_path):
@@ -266,8 +358,8 @@ def test_a_hidden_file_or_folder_is_not_recorded_as_ingested_and_is_read_once_re
     landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
     write_jsonl(landing / "messages" / "_a.jsonl", [m(1)])
     write_jsonl(landing / "messages" / "_staging" / "c.jsonl", [m(3)])  # a hidden folder: not read either
-    write_jsonl(tmp_path / "elsewhere" / "b.jsonl", [m(2)])
-    (landing / "messages" / "linked").symlink_to(tmp_path / "elsewhere")
+    write_jsonl(landing / "elsewhere" / "b.jsonl", [m(2)])
+    (landing / "messages" / "linked").symlink_to(landing / "elsewhere")  # in the landing: followed
     write_jsonl(landing / "workflow_events" / "w.jsonl", [])
     pipeline.run(spark, str(landing), lake_dir)
     assert [r["position"] for r in table(spark, lake_dir, "bronze_messages").collect()] == [2]
@@ -320,9 +412,10 @@ def test_gzip_lines_are_read(tmp_path):
     from correlake.transforms.bronze import parse_file
 
     data = gzip.compress(b'{"position": 1}\n\n{"position": 2}\n')
-    rows = list(parse_file("messages", "x.jsonl.gz", data))
+    rows = list(parse_file("messages", "x.jsonl.gz", io.BytesIO(data)))
     assert [r["_line"] for r in rows] == [1, 3]
-    assert [(r["_line"], r["raw"], r["reason"]) for r in parse_file("messages", "bad.jsonl.gz", b"not gzip")] == [
+    assert [(r["_line"], r["raw"], r["reason"])
+            for r in parse_file("messages", "bad.jsonl.gz", io.BytesIO(b"not gzip"))] == [
         (0, None, "unreadable gzip file: Error -3 while decompressing data: incorrect header check")]
 
 
@@ -337,7 +430,7 @@ def test_a_gzip_file_that_breaks_off_gives_its_lines_up_to_there(monkeypatch, ch
     whole = gzip.compress(b"\n".join(lines) + b"\n", mtime=0)
 
     def outcome(data):
-        rows = list(parse_file("messages", "f.jsonl.gz", data))
+        rows = list(parse_file("messages", "f.jsonl.gz", io.BytesIO(data)))
         bad = [(r["_line"], r["reason"]) for r in rows if r.get("reason")]
         return [r["position"] for r in rows if not r.get("reason")], bad
 

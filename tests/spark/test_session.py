@@ -82,7 +82,7 @@ def test_compiled_queries_stay_cached_beyond_sparks_default_100(spark):
 
 def test_small_runs_evaluate_their_row_projections_and_others_compile_them(spark):
     def plan(*files, rebuild=False):
-        landing = [LandingFile("messages", path, size, 0) for path, size in files]
+        landing = [LandingFile("messages", path, size, 0, "/") for path, size in files]
         return Plan("r", landing, {}, 0.0, None, RunResult("r", rebuild=rebuild))
 
     assert plan(("a.jsonl", INTERPRETED_MAX_BYTES // 2), ("b.jsonl", INTERPRETED_MAX_BYTES // 2)).small

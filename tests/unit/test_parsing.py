@@ -190,9 +190,11 @@ def test_workflow_event_quarantine_reasons(raw, reason):
 
 
 def test_only_lines_blank_in_jsons_sense_are_not_records():
+    import io
+
     from correlake.transforms.bronze import parse_file
 
-    rows = list(parse_file("messages", "f.jsonl", b"\n \t\r\n\x0c\n" + msg() + b"\n"))
+    rows = list(parse_file("messages", "f.jsonl", io.BytesIO(b"\n \t\r\n\x0c\n" + msg() + b"\n")))
     assert [(r["_line"], r.get("reason", "")[:12]) for r in rows] == [(3, "invalid JSON"), (4, "")]
 
 

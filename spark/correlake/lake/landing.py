@@ -1,4 +1,4 @@
-"""The landing zone: which files exist, and which of them are new."""
+"""The landing zone: which files exist, which of them are new, and opening one safely."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from correlake.config import MAX_FILE_BYTES, STREAMS, table_path
+from correlake.config import GZIP_RATIO, STREAMS, table_path
 from correlake.errors import UsageError
 from correlake.text import escape
 
@@ -15,6 +15,11 @@ SUFFIXES = (".jsonl", ".jsonl.gz")
 HIDDEN = (".", "_")  # names Spark's file sources skip (and producers' usual temporary names)
 HIDDEN_WHY = "hidden name: starts with . or _"
 NOT_UTF8_WHY = "name not UTF-8: rename it"  # Spark takes paths as text
+OUTSIDE_WHY = "a link out of the landing folder"
+
+
+class NotRead(Exception):
+    """Why a landing file is not read (it is read by a later run once it can be)."""
 
 
 @dataclass(frozen=True)
@@ -23,10 +28,47 @@ class LandingFile:
     path: str
     size: int
     modified_at: int  # epoch millis
+    root: str  # the landing folder's real path: the file's must lie in it when it is read
 
     @property
     def identity(self) -> tuple:
         return (self.path, self.size, self.modified_at)
+
+    @property
+    def json_bytes(self) -> int:
+        """Its JSON's size, estimated (a gzip file's from its size)."""
+        return self.size * (GZIP_RATIO if self.path.endswith(".gz") else 1)
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def open_landing_file(path: str, root: str) -> int:
+    """A descriptor of the landing file `path`, opened to read, or NotRead. What it opened,
+    links and all, is a regular file whose real path lies in the folder `root` (a real
+    path): checked before opening and on the descriptor itself, so that a link swapped
+    between the two is not read."""
+    if not _inside(os.path.realpath(path), root):
+        raise NotRead(OUTSIDE_WHY)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise NotRead("broken link" if os.path.islink(path) and not os.path.exists(path)
+                      else exc.strerror or str(exc)) from None
+    try:
+        try:
+            opened = os.readlink(f"/proc/self/fd/{fd}")  # Linux
+        except OSError:
+            raise NotRead("where it leads cannot be checked here (no /proc)") from None
+        if not _inside(opened, root):
+            raise NotRead(OUTSIDE_WHY)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRead("not a regular file")
+    except NotRead:
+        os.close(fd)
+        raise
+    return fd
 
 
 def check_locations(landing: str, lake: str) -> None:
@@ -52,10 +94,10 @@ def check_locations(landing: str, lake: str) -> None:
 
 
 def _scan(landing: str | Path, stream: str) -> tuple[list[str], list[tuple[str, str]]]:
-    """The landing files under `<landing>/<stream>/`, at any depth (links to folders
-    followed, each folder read once, hidden ones not), and what a run will not read
-    there: (relative path, why: empty for a name that is not a landing file's)."""
-    root = Path(landing) / stream
+    """The landing files under `<landing>/<stream>/`, at any depth (links to folders in
+    the landing followed, each folder read once, hidden ones not), and what a run will not
+    read there: (relative path, why: empty for a name that is not a landing file's)."""
+    root, inside = Path(landing) / stream, os.path.realpath(landing)
     files, notes = [], []
 
     def note(path: str, why: str = "", folder: bool = False) -> None:
@@ -66,24 +108,26 @@ def _scan(landing: str | Path, stream: str) -> tuple[list[str], list[tuple[str, 
         if exc.filename != str(root) or root.is_dir():  # a missing stream folder is noted by `unread`
             note(exc.filename, exc.strerror or str(exc), folder=True)
 
-    seen = set()
+    if root.is_dir() and not _inside(os.path.realpath(root), inside):
+        note(str(root), OUTSIDE_WHY, folder=True)
+        return files, notes
+    seen = {os.path.realpath(root)}
     for folder, subfolders, names in os.walk(root, onerror=unreadable_folder, followlinks=True):
-        if (real := os.path.realpath(folder)) in seen:
-            subfolders[:] = []
-            continue
-        seen.add(real)
         kept = []
-        for name in sorted(subfolders):
-            if why := _unlisted(name):  # e.g. a producer's staging folder
-                note(os.path.join(folder, name), why, folder=True)
-            else:
+        for name in sorted(subfolders):  # a folder out of the landing is not even listed
+            path = os.path.join(folder, name)
+            real = os.path.realpath(path)
+            if why := _unlisted(name) or (None if _inside(real, inside) else OUTSIDE_WHY):  # e.g. a staging folder
+                note(path, why, folder=True)
+            elif real not in seen:
+                seen.add(real)
                 kept.append(name)
         subfolders[:] = kept
         for name in names:
             path = os.path.join(folder, name)
             if not name.endswith(SUFFIXES):
                 note(path)
-            elif why := _unlisted(name) or _unreadable(path):
+            elif why := _unlisted(name) or _unreadable(path, inside):
                 note(path, why)
             else:
                 files.append(path)
@@ -101,31 +145,23 @@ def _unlisted(name: str) -> str | None:
     return None
 
 
-def _unreadable(path: str) -> str | None:
+def _unreadable(path: str, root: str) -> str | None:
     """Why a run cannot read this file (it is then read once it can), or None."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as exc:
-        return "broken link" if os.path.islink(path) and not os.path.exists(path) else exc.strerror or str(exc)
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return "not a regular file"
-        if st.st_size > MAX_FILE_BYTES:
-            return f"{st.st_size:,} bytes: split it, Spark reads a landing file whole, {MAX_FILE_BYTES:,} bytes at most"
-        return None
-    finally:
-        os.close(fd)
+        os.close(open_landing_file(path, root))
+    except NotRead as exc:
+        return str(exc)
+    return None
 
 
 def list_files(landing: str | Path) -> list[LandingFile]:
     """Every readable `<landing>/<stream>/**/*.jsonl[.gz]`, sorted by path."""
-    found = []
+    found, root = [], os.path.realpath(landing)
     for stream in STREAMS:
         for found_path in _scan(landing, stream)[0]:
             path = os.path.abspath(found_path)
             st = os.stat(path)
-            found.append(LandingFile(stream, path, st.st_size, st.st_mtime_ns // 1_000_000))
+            found.append(LandingFile(stream, path, st.st_size, st.st_mtime_ns // 1_000_000, root))
     return sorted(found, key=lambda f: f.path)
 
 
@@ -149,7 +185,11 @@ def unread(landing: str | Path) -> list[str]:
 
 def unread_warning(landing: str | Path, shown: int = 5) -> str | None:
     """One line naming what `unread` finds, or None."""
-    notes = unread(landing)
+    return warning(unread(landing), shown)
+
+
+def warning(notes: list[str], shown: int = 5) -> str | None:
+    """One line naming what a run does not read (`notes`: paths, each with why), or None."""
     if not notes:
         return None
     more = f" and {len(notes) - shown} more" if len(notes) > shown else ""

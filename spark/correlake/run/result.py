@@ -28,6 +28,7 @@ class RunResult:
     max_event_time: int | None = None
     deployments: int = 0
     lines: dict = field(default_factory=dict)
+    not_read: dict = field(default_factory=dict)  # path -> why: files refused when read, left in the landing
     timings: dict = field(default_factory=dict)
     nothing_new: bool = False  # no new landing file: at most a status refresh (as_of_before set)
     as_of_before: int | None = None  # nothing new: the as_of gold's statuses were at, when as_of moved
@@ -47,9 +48,14 @@ class RunResult:
 
     def count_lines(self, counts, last_event_time: int | None) -> None:
         """Add the run's line counts (`bronze.line_counts`: rows of stream, reason, _is_replay,
-        type, _source_file, n, t, first_line), its max event time and hence its as_of."""
+        type, _source_file, n, t, first_line), its max event time and hence its as_of; and
+        the files it did not read (`first_line` None)."""
         first: dict[str, tuple[str, int]] = {}
         for r in counts:
+            if r["first_line"] is None:  # a file not read (bronze.read_file): no line of it
+                self.not_read[r["_source_file"]] = r["reason"]
+                self.files -= 1
+                continue
             self.records_read += r["n"]
             self.lines[r["_source_file"]] = self.lines.get(r["_source_file"], 0) + r["n"]
             if r["reason"] is not None:
@@ -87,7 +93,7 @@ class RunResult:
 
     def runs_row(self) -> tuple:
         """The run's row of `_meta/runs` (times in epoch millis)."""
-        summary = json.dumps({"quarantined": self.quarantined, "timings": self.timings,
+        summary = json.dumps({"quarantined": self.quarantined, "not_read": self.not_read, "timings": self.timings,
                               "touched_groups": self.touched_groups, "replays": self.replays,
                               "rebuild": self.rebuild, "as_of_before": self.as_of_before})
         return (self.run_id, self.started_at, int(time.time() * 1000), self.files, self.records_read,

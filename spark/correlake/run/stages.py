@@ -48,7 +48,8 @@ def _bronze(run: StagedRun) -> None:
         run.store.put(f"bronze_{s}", bronze.bronze_records(classified, s).withColumns(meta), narrow=True)
     run.store.put("quarantine", bronze.quarantine_records(classified).withColumns(meta), narrow=True)
     run.store.put("ingested_files", spark.createDataFrame(
-        [(f.stream, f.path, f.size, f.modified_at, result.lines.get(f.path, 0)) for f in run.plan.files],
+        [(f.stream, f.path, f.size, f.modified_at, result.lines.get(f.path, 0)) for f in run.plan.files
+         if f.path not in result.not_read],
         struct(*INGESTED_FILE)).withColumns(meta))
 
 

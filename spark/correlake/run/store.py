@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from correlake.config import GZIP_RATIO, INTERPRETED_MAX_BYTES, STAGED_RUN_MAX_AGE_SECONDS, lake_state_dir
+from correlake.config import INTERPRETED_MAX_BYTES, STAGED_RUN_MAX_AGE_SECONDS, lake_state_dir
 from correlake.lake.files import write_atomic
 from correlake.lake.landing import LandingFile
 from correlake.run.result import RunResult
@@ -31,8 +31,7 @@ class Plan:
     @property
     def small(self) -> bool:
         """Few new records: at most INTERPRETED_MAX_BYTES of JSON, and not a rebuild."""
-        size = sum(f.size * (GZIP_RATIO if f.path.endswith(".gz") else 1) for f in self.files)
-        return not self.result.rebuild and size <= INTERPRETED_MAX_BYTES
+        return not self.result.rebuild and sum(f.json_bytes for f in self.files) <= INTERPRETED_MAX_BYTES
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "files": [asdict(f) for f in self.files]})

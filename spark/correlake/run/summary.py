@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from correlake.config import table_path
+from correlake.lake.landing import warning
 
 
 def _iso(millis) -> str:
@@ -41,6 +42,8 @@ def _summary(result) -> str:
         f"  gold     correlations (recomputed groups) {result.correlations}, as_of {_iso(result.as_of)}",
         "  timings  " + ", ".join(f"{stage} {secs:.1f}s" for stage, secs in result.timings.items()),
     ]
+    if result.not_read:  # refused when read: left in the landing, for a later run
+        lines.append(warning([f"{path} ({why})" for path, why in sorted(result.not_read.items())]))
     return "\n".join(lines)
 
 

@@ -1,73 +1,119 @@
 """Bronze: landing lines parsed, checked, and split into records and quarantine.
 
-Pure DataFrame functions; reading and writing tables is in `lake.py`.
+The landing's files are streamed line by line in Python workers (never held whole, a
+line of at most MAX_LINE_BYTES); the rest are pure DataFrame functions. Reading and
+writing tables is in `lake/`.
 """
 
 from __future__ import annotations
 
-import re
+import heapq
+import io
+import math
 import zlib
+from collections.abc import Iterator
+from typing import BinaryIO
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from correlake.lake.landing import LandingFile
+from correlake.config import LONG_LINE_RAW_BYTES, MAX_LINE_BYTES, PARSED_BATCH_BYTES
+from correlake.lake.landing import LandingFile, NotRead, open_landing_file
 from correlake.contract.parsing import BadRecord, parse_line
 from correlake.contract.schemas import PARSED, STREAM_FIELDS, STREAM_TIME
 from correlake.transforms.sequential import to_batches
 
 _PARSED_ARROW = to_arrow_schema(PARSED)
-# Landing files are read as they are, without Hadoop's checksum files, whose paths it
-# cannot build for names with a colon (`2026-01-01T00:00:00Z.jsonl`).
-_READ_OPTIONS = {"fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem", "fs.file.impl.disable.cache": "true"}
-_GLOB_CHARS = re.compile(r"([\\\[\]{}*?])")
-_GZIP_CHUNK = 1 << 20
+_GZIP_CHUNK = 1 << 20  # bytes read, or inflated, at a time
+LINE_TOO_LONG = "line too long"
 
 
-def _literal(path: str) -> str:
-    """The path with Hadoop's glob characters escaped: `a[1].jsonl` is that file, not `a1.jsonl`."""
-    return _GLOB_CHARS.sub(r"\\\1", path)
+class _Gunzip(io.RawIOBase):
+    """The gzip members of `file` one after another (zero padding between them skipped, as
+    gzip allows), inflated as they are read, _GZIP_CHUNK bytes at a time at most. It ends
+    where the file does or where it breaks off (truncated, corrupt, garbage after the
+    last member): `broken` then says why."""
+
+    def __init__(self, file: BinaryIO):
+        self._file, self._input, self._member, self._ended, self.broken = file, b"", None, False, None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        out = self._inflate(min(len(buffer), _GZIP_CHUNK)) if len(buffer) else b""
+        buffer[:len(out)] = out
+        return len(out)
+
+    def _inflate(self, size: int) -> bytes:
+        while not self._ended:
+            if self._member is None:  # between members
+                self._input = self._input.lstrip(b"\0")
+                if not self._input:
+                    self._input = self._file.read(_GZIP_CHUNK)
+                    self._ended = not self._input
+                    continue
+                self._member = zlib.decompressobj(wbits=31)
+            try:
+                out = self._member.decompress(self._input, size)
+            except zlib.error as exc:
+                return self._break(str(exc))
+            self._input = self._member.unconsumed_tail
+            if self._member.eof:
+                self._input, self._member = self._member.unused_data, None
+            elif not out and not self._input:  # the member wants more of the file
+                self._input = self._file.read(_GZIP_CHUNK)
+                if not self._input:
+                    return self._break("truncated (the file ends inside a compressed block)")
+            if out:
+                return out
+        return b""
+
+    def _break(self, why: str) -> bytes:
+        self.broken, self._ended = why, True
+        return b""
 
 
-def gunzip(content: bytes) -> tuple[bytes, str | None]:
-    """Decompress every gzip member of `content`: (the bytes decompressed, None), or, where
-    it breaks off (truncated, corrupt, trailing garbage), the bytes up to there and why."""
-    out = []
-    while content := content.lstrip(b"\0"):  # zero padding after a member, as gzip allows
-        member, rest = zlib.decompressobj(wbits=31), b""
-        try:
-            for start in range(0, len(content), _GZIP_CHUNK):  # output before a break is kept
-                out.append(member.decompress(content[start:start + _GZIP_CHUNK]))
-                if member.eof:
-                    rest = member.unused_data + content[start + _GZIP_CHUNK:]
-                    break
-        except zlib.error as exc:
-            return b"".join(out), str(exc)
-        if not member.eof:
-            return b"".join(out), "truncated (the file ends inside a compressed block)"
-        content = rest
-    return b"".join(out), None
+def _lines(file: BinaryIO) -> Iterator[tuple[bytes, bool, bool]]:
+    """A file's lines, never more than MAX_LINE_BYTES of one held: (its bytes without the line
+    feed, whether one ended it, whether it is too long: then only its first LONG_LINE_RAW_BYTES)."""
+    while line := file.readline(MAX_LINE_BYTES + 1):
+        if line.endswith(b"\n"):
+            yield line[:-1], True, False
+        elif len(line) <= MAX_LINE_BYTES:
+            yield line, False, False  # the file's last, or the bytes before a break
+        else:
+            head, line, ended = line[:LONG_LINE_RAW_BYTES], None, False
+            while not ended and (rest := file.readline(_GZIP_CHUNK)):  # the rest, a chunk at a time
+                ended = rest.endswith(b"\n")
+            yield head, ended, True
 
 
-def _lines(content: bytes) -> list[bytes]:
-    """A file's lines; CR-LF tolerated."""
-    return [line[:-1] if line.endswith(b"\r") else line for line in content.split(b"\n")]
+def _text(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
 
 
-def parse_file(stream: str, path: str, content: bytes):
-    """One parsed row per non-blank line of a landing file (gzip by suffix). A gzip file that
-    breaks off gives its lines up to there, then one row for the rest: the partial line, and why."""
-    broken = None
-    if path.endswith(".gz") and content:
-        content, broken = gunzip(content)
-    lines = _lines(content)
-    partial = lines.pop() if broken is not None else None
-    for number, raw in enumerate(lines, start=1):
+def parse_file(stream: str, path: str, file: BinaryIO) -> Iterator[dict]:
+    """One parsed row per non-blank line of a landing file (gzip by suffix), read as a stream;
+    a line longer than MAX_LINE_BYTES: `line too long`, its first LONG_LINE_RAW_BYTES as `raw`.
+    A gzip file that breaks off gives its lines up to there, then one row for the rest:
+    the partial line, and why."""
+    gunzip = _Gunzip(file) if path.endswith(".gz") else None
+    number, partial = 0, None
+    for raw, ended, too_long in _lines(file if gunzip is None else io.BufferedReader(gunzip, _GZIP_CHUNK)):
+        raw = raw[:-1] if raw.endswith(b"\r") and not too_long else raw  # CR-LF tolerated
+        if not ended and gunzip is not None and gunzip.broken is not None:
+            partial = raw
+            break
+        number += 1
+        row = {"stream": stream, "_source_file": path, "_line": number}
+        if too_long:
+            yield {**row, "raw": _text(raw), "reason": LINE_TOO_LONG}
+            continue
         if not raw.strip(b" \t\r"):  # blank in JSON's sense: no record
             continue
-        row = {"stream": stream, "_source_file": path, "_line": number,
-               "raw": raw.decode("utf-8", errors="replace")}
+        row["raw"] = _text(raw)
         try:
             record, digest = parse_line(stream, raw)
         except BadRecord as exc:
@@ -76,30 +122,54 @@ def parse_file(stream: str, path: str, content: bytes):
             row.update(record)
             row["_record_hash"] = digest
         yield row
-    if broken is not None:
-        yield {"stream": stream, "_source_file": path, "_line": len(lines) + 1 if content else 0,
-               "raw": partial.decode("utf-8", errors="replace") or None,
-               "reason": f"unreadable gzip file{f' after line {len(lines)}' if lines else ''}: {broken}"}
+    if gunzip is not None and gunzip.broken is not None:
+        yield {"stream": stream, "_source_file": path, "_line": number + 1 if number or partial else 0,
+               "raw": _text(partial) if partial else None,
+               "reason": f"unreadable gzip file{f' after line {number}' if number else ''}: {gunzip.broken}"}
+
+
+def read_file(file: LandingFile) -> Iterator[dict]:
+    """`parse_file`'s rows of a landing file, opened safely (`open_landing_file`); a file
+    that may not be read: one row, no `_line` and why as `reason` (a run does not count
+    it as read, nor record it as ingested: `RunResult.count_lines`, `stages._bronze`)."""
+    try:
+        fd = open_landing_file(file.path, file.root)
+    except NotRead as exc:
+        yield {"stream": file.stream, "_source_file": file.path, "_line": None, "reason": str(exc)}
+        return
+    with open(fd, "rb", buffering=_GZIP_CHUNK) as opened:
+        yield from parse_file(file.stream, file.path, opened)
+
+
+def _shares(files: list[LandingFile], spark: SparkSession) -> list[list[LandingFile]]:
+    """The files in about equal shares of JSON (largest first, each to the smallest share):
+    at least one share per core, and about one per `spark.sql.files.maxPartitionBytes`."""
+    target = spark._jsparkSession.sessionState().conf().filesMaxPartitionBytes()
+    total = sum(f.json_bytes for f in files)
+    count = min(len(files), max(spark.sparkContext.defaultParallelism, math.ceil(total / target)))
+    shares = [(0, n, []) for n in range(count)]
+    for f in sorted(files, key=lambda f: -f.json_bytes):
+        size, n, share = heapq.heappop(shares)
+        share.append(f)
+        heapq.heappush(shares, (size + f.json_bytes, n, share))
+    return [share for _, _, share in shares]
 
 
 def parse_landing(spark: SparkSession, files: list[LandingFile]) -> DataFrame:
-    """Read the given landing files; one row per line, with `reason` set for bad ones."""
+    """Read the given landing files, each streamed by a Python worker, the files spread
+    over tasks in shares; one row per line, with `reason` set for bad ones (and one for
+    each file not read: `read_file`)."""
     if not files:
         return spark.createDataFrame([], PARSED)
-    stream_of = {f.path: f.stream for f in files}
+    shares = _shares(files, spark)
 
     def run(batches):
-        def rows():
-            for batch in batches:
-                for item in batch.to_pylist():
-                    path = item["path"].removeprefix("file:")
-                    yield from parse_file(stream_of[path], path, item["content"])
-        yield from to_batches(rows(), _PARSED_ARROW)
+        rows = (row for batch in batches for n in batch.column("id").to_pylist()
+                for f in shares[n] for row in read_file(f))
+        yield from to_batches(rows, _PARSED_ARROW, weight=lambda row: len(row.get("raw") or ""),
+                              max_weight=PARSED_BATCH_BYTES)
 
-    paths = [f"file://{_literal(f.path)}" for f in files]
-    return (spark.read.format("binaryFile").options(**_READ_OPTIONS).load(paths)
-            .select("path", "content")
-            .mapInArrow(run, PARSED))
+    return spark.range(0, len(shares), 1, len(shares)).mapInArrow(run, PARSED)
 
 
 KNOWN = "stream string, position bigint, _record_hash string, _source_file string, _line bigint"
@@ -142,7 +212,8 @@ def bronze_records(classified: DataFrame, stream: str) -> DataFrame:
 
 
 def quarantine_records(classified: DataFrame) -> DataFrame:
-    return (classified.where(F.col("reason").isNotNull())
+    """Bad lines (not the rows of files not read: no `_line`)."""
+    return (classified.where(F.col("reason").isNotNull() & F.col("_line").isNotNull())
             .select("stream", "_source_file", "_line", "raw", "reason"))
 
 
@@ -163,7 +234,8 @@ def known_records(parsed: DataFrame, history: dict[str, DataFrame]) -> DataFrame
 
 def line_counts(classified: DataFrame) -> list:
     """The run's lines counted in one pass (`RunResult.count_lines` adds them up): per stream,
-    reason, replay, type and file, their number `n`, max event time `t` and first line."""
+    reason, replay, type and file, their number `n`, max event time `t` and first line (a
+    file not read: one row, no first line)."""
     return (classified.groupBy("stream", "reason", "_is_replay", "type", "_source_file")
             .agg(F.count("*").alias("n"), F.max(F.coalesce("published_at", "timestamp")).alias("t"),
                  F.min("_line").alias("first_line")).collect())

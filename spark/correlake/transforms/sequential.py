@@ -28,13 +28,16 @@ def by_key(batches: Iterable[pa.RecordBatch], key: str) -> Iterator[tuple[object
         yield current, rows
 
 
-def to_batches(rows: Iterable[dict], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    chunk = []
+def to_batches(rows: Iterable[dict], schema: pa.Schema, weight: Callable[[dict], int] | None = None,
+               max_weight: int = 0) -> Iterator[pa.RecordBatch]:
+    """Arrow batches of BATCH_ROWS rows, or fewer whose `weight`s add up to `max_weight`."""
+    chunk, weighed = [], 0
     for row in rows:
         chunk.append(row)
-        if len(chunk) >= BATCH_ROWS:
+        weighed += weight(row) if weight else 0
+        if len(chunk) >= BATCH_ROWS or (weight and weighed >= max_weight):
             yield pa.RecordBatch.from_pylist(chunk, schema=schema)
-            chunk = []
+            chunk, weighed = [], 0
     if chunk:
         yield pa.RecordBatch.from_pylist(chunk, schema=schema)
 
