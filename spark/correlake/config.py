@@ -11,6 +11,8 @@ Environment variables:
   CORRELAKE_SHUFFLE_PARTITIONS, CORRELAKE_DRIVER_MEMORY
   CORRELAKE_MAX_QUARANTINE_RATIO   default gate threshold (0.01)
   CORRELAKE_DRIVER          socket of a long-lived driver (`correlake serve`) to run on
+  CORRELAKE_DELIVERY_DELAY  seconds a correlation waits, after its time, before a run puts
+                            its event in the outbox (default 0; for lakes that expect late data)
 
 The constants below are fixed defaults (tests patch them), e.g. the lake lock's heartbeat
 (LOCK_HEARTBEAT_SECONDS) and stale time (LOCK_STALE_SECONDS): docs/lake.md.
@@ -160,6 +162,13 @@ _ADDRESS = re.compile(r"[\w.:-]+")  # a host name, an IPv4 or IPv6 address
 _MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|(spark|k8s)://\S+|yarn")
 
 
+def delivery_delay_ms() -> int:
+    """The outbox's delivery delay: correlations later than `as_of` − it are held back
+    until a run whose as_of is late enough (docs/delivery.md)."""
+    seconds = _env_number("CORRELAKE_DELIVERY_DELAY", 0, float, 0.0, 10 ** 9, "0 or more seconds")
+    return round(seconds * 1000)
+
+
 def validate() -> None:
     """Every setting from the environment usable, or ConfigError (before any work starts)."""
     settings = SparkSettings()
@@ -171,6 +180,7 @@ def validate() -> None:
     if not _ADDRESS.fullmatch(settings.bind_address):
         raise ConfigError(f"CORRELAKE_SPARK_BIND_ADDRESS: {settings.bind_address!r} is not a host name or address")
     default_max_quarantine_ratio()
+    delivery_delay_ms()
 
 
 def table_path(lake: str | Path, name: str) -> str:
