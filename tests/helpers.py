@@ -171,6 +171,24 @@ def live_correlations(events: list[dict]) -> list[tuple]:
     return sorted((c for c, n in counts.items() if n == 1), key=repr)
 
 
+def correlation_text(event: dict) -> str:
+    """The correlation an event carries, as canonical JSON (its payload less the event's fields)."""
+    return json.dumps({k: v for k, v in event["payload"].items() if k not in EVENT_FIELDS}, sort_keys=True)
+
+
+def live_event_ids(events: list[dict]) -> set[str]:
+    """The ids of the live CORRELATED events: of each correlation (payload), its latest
+    CORRELATED event unless a RETRACTED one follows it."""
+    live = {}
+    for e in sorted(events, key=lambda e: e["sequence"]):
+        correlation = correlation_text(e)
+        if e["kind"] == "CORRELATED":
+            live[correlation] = e["event_id"]
+        else:
+            live.pop(correlation, None)
+    return set(live.values())
+
+
 def gold_as_events(gold_correlations: list[dict]) -> list[tuple]:
     """gold/correlations rows (`read_gold`) as the outbox's payloads carry them."""
     def value(k, v):

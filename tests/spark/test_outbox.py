@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 
 from correlake.contract.schemas import CORRELATION, OUTBOX
 from correlake.delivery.events import partition_of
+from correlake.run.outbox import new_events
 from correlake.transforms.outbox import due_keys, outbox_events, partition
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, 250_000, tzinfo=timezone.utc)
@@ -103,3 +104,26 @@ def test_the_partition_twins_agree(spark):
     got = df.select("tenant_id", "correlation_key", partition(F.col("tenant_id"), F.col("correlation_key"),
                                                               PARTITIONS).alias("p")).collect()
     assert {(r[0], r[1]): r[2] for r in got} == {(t, k): partition_of(t, k, PARTITIONS) for t, k in keys}
+
+
+def test_a_run_also_emits_what_fell_due_and_a_lake_without_outbox_gets_every_correlation(spark, monkeypatch):
+    """`run/outbox.new_events`: with a delay, the keys whose held-back correlations fell due
+    since the last as_of join the run's touched keys; with no outbox yet, every key of gold does."""
+    ms = lambda t: int(t.timestamp() * 1000)  # noqa: E731
+    gold = spark.createDataFrame([correlation(1), correlation(2, key="k2", at=T0 + timedelta(minutes=1)),
+                                  correlation(3, key="k3", at=T0 + timedelta(minutes=5))], CORRELATION)
+    touched = spark.createDataFrame([("t", "k4")], "tenant_id string, correlation_key string")
+    new = spark.createDataFrame([correlation(4, key="k4")], CORRELATION)
+    [k1] = events(spark, [correlation(1)], [])
+    outbox = spark.createDataFrame([tuple(k1[f] for f in OUTBOX.fieldNames())], OUTBOX)
+
+    def emitted(tables: dict, **kwargs) -> tuple[list, bool]:
+        rows, backfill = new_events(spark, tables.get, "r", ms(T0 + timedelta(minutes=3)), lambda: ms(T0), new,
+                                    touched, **kwargs)
+        return sorted((r["correlation_key"], r["kind"], r["sequence"]) for r in rows.collect()), backfill
+
+    monkeypatch.setenv("CORRELAKE_DELIVERY_DELAY", "60")  # due until T0 + 2 min; the last run's until T0 - 1 min
+    assert emitted({"outbox": outbox, "correlations": gold}) == ([("k2", "CORRELATED", 1), ("k4", "CORRELATED", 1)],
+                                                                 False)
+    monkeypatch.setenv("CORRELAKE_DELIVERY_DELAY", "0")
+    assert emitted({"correlations": gold}) == ([(k, "CORRELATED", 1) for k in ("k1", "k2", "k3", "k4")], True)
