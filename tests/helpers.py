@@ -208,3 +208,73 @@ def _read(path: str) -> bytes:
             return f.read()
     except OSError:
         return b""
+# -- the outbox (delivery/outbox) ----------------------------------------------------------
+EVENT_FIELDS = ("event_id", "kind", "sequence", "partition")
+
+
+def read_outbox(spark, lake: str, version: int | None = None) -> list[dict]:
+    """The outbox's rows (at `version`, else the latest), each with its payload parsed."""
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    rows = [r.asDict() for r in reader.load(table_path(lake, "outbox")).collect()]
+    return [dict(r, payload=json.loads(r["payload"])) for r in rows]
+
+
+def live_correlations(events: list[dict]) -> list[tuple]:
+    """The correlations the outbox's live events carry (CORRELATED minus RETRACTED, by
+    payload), as `canonical_rows`; fails if any is retracted more often than correlated."""
+    from collections import Counter
+
+    counts = Counter()
+    for e in events:
+        correlation = tuple(sorted((k, json.dumps(v, sort_keys=True)) for k, v in e["payload"].items()
+                                   if k not in EVENT_FIELDS))
+        counts[correlation] += 1 if e["kind"] == "CORRELATED" else -1
+    assert all(n in (0, 1) for n in counts.values()), [c for c, n in counts.items() if n not in (0, 1)][:3]
+    return sorted((c for c, n in counts.items() if n == 1), key=repr)
+
+
+def correlation_text(event: dict) -> str:
+    """The correlation an event carries, as canonical JSON (its payload less the event's fields)."""
+    return json.dumps({k: v for k, v in event["payload"].items() if k not in EVENT_FIELDS}, sort_keys=True)
+
+
+def live_event_ids(events: list[dict]) -> set[str]:
+    """The ids of the live CORRELATED events: of each correlation (payload), its latest
+    CORRELATED event unless a RETRACTED one follows it."""
+    live = {}
+    for e in sorted(events, key=lambda e: e["sequence"]):
+        correlation = correlation_text(e)
+        if e["kind"] == "CORRELATED":
+            live[correlation] = e["event_id"]
+        else:
+            live.pop(correlation, None)
+    return set(live.values())
+
+
+def gold_as_events(gold_correlations: list[dict]) -> list[tuple]:
+    """gold/correlations rows (`read_gold`) as the outbox's payloads carry them."""
+    def value(k, v):
+        if k in GOLD_TIMES["correlations"] and v is not None:
+            return json.dumps(millis_to_iso(v))
+        return json.dumps(json.loads(v) if k == "variables" and v is not None else v, sort_keys=True)
+
+    return sorted((tuple(sorted((k, value(k, v)) for k, v in r.items())) for r in gold_correlations), key=repr)
+
+
+def assert_outbox_agrees(spark, lake: str) -> list[dict]:
+    """The outbox's live events are exactly gold's correlations; each ordering key's
+    sequences run 1..n, its partition is one; event ids are unique. Returns the events."""
+    events = read_outbox(spark, lake)
+    assert live_correlations(events) == gold_as_events(read_gold(spark, lake)["correlations"])
+    assert len({e["event_id"] for e in events}) == len(events)
+    by_key: dict[tuple, list[dict]] = {}
+    for e in events:
+        by_key.setdefault((e["tenant_id"], e["correlation_key"]), []).append(e)
+    for key, key_events in by_key.items():
+        assert sorted(e["sequence"] for e in key_events) == list(range(1, len(key_events) + 1)), key
+        assert len({e["partition"] for e in key_events}) == 1, key
+    for e in events:
+        assert {k: e["payload"][k] for k in EVENT_FIELDS} == {k: e[k] for k in EVENT_FIELDS}
+    return events

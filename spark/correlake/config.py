@@ -14,6 +14,8 @@ Environment variables:
   CORRELAKE_WEBHOOK_SECRET  the webhook sink's HMAC-SHA256 key (never printed nor logged)
   CORRELAKE_ALLOWED_ROOT    the folders (absolute, ':'-separated) the Airflow DAGs' landing and
                             lake (their Variables) must be in (default: CORRELAKE_HOME)
+  CORRELAKE_DELIVERY_DELAY  seconds a correlation waits, after its time, before a run puts
+                            its event in the outbox (default 0; for lakes that expect late data)
 
 The constants below are fixed defaults (tests patch them), e.g. the lake lock's heartbeat
 (LOCK_HEARTBEAT_SECONDS) and stale time (LOCK_STALE_SECONDS): docs/lake.md.
@@ -188,6 +190,13 @@ _ADDRESS = re.compile(r"[\w.:-]+")  # a host name, an IPv4 or IPv6 address
 _MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|(spark|k8s)://\S+|yarn")
 
 
+def delivery_delay_ms() -> int:
+    """The outbox's delivery delay: correlations later than `as_of` − it are held back
+    until a run whose as_of is late enough (docs/delivery.md)."""
+    seconds = _env_number("CORRELAKE_DELIVERY_DELAY", 0, float, 0.0, 10 ** 9, "0 or more seconds")
+    return round(seconds * 1000)
+
+
 def validate() -> None:
     """Every setting from the environment usable, or ConfigError (before any work starts)."""
     settings = SparkSettings()
@@ -200,6 +209,7 @@ def validate() -> None:
         raise ConfigError(f"CORRELAKE_SPARK_BIND_ADDRESS: {settings.bind_address!r} is not a host name or address")
     default_max_quarantine_ratio()
     allowed_roots()
+    delivery_delay_ms()
 
 
 def table_path(lake: str | Path, name: str) -> str:

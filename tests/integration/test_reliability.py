@@ -24,7 +24,7 @@ from correlake.run.staged import LakeMoved
 from correlake.config import TABLES, table_path
 from correlake.run.store import staged_runs_dir
 from generators import combine, generate_cases
-from helpers import project, read_gold, versions, write_jsonl
+from helpers import assert_outbox_agrees, project, read_gold, versions, write_jsonl
 
 CRASH_POINTS = ("bronze", "silver", "merge")
 HERE = Path(__file__).parents[1]  # tests/, where crash_child.py is
@@ -45,6 +45,7 @@ def world(spark, tmp_path_factory):
     write_jsonl(landing / "workflow_events" / "2.jsonl", events[half_e:])
     reference = copy_lake(base, root / "reference")
     pipeline.run(spark, str(landing), reference, max_quarantine_ratio=1.0)
+    assert_outbox_agrees(spark, reference)
     return landing, base, reference, snapshot(spark, reference)
 
 
@@ -54,9 +55,10 @@ def copy_lake(source: str, target: Path) -> str:
 
 
 def snapshot(spark, lake_dir: str) -> dict:
-    """Gold rows, and bronze/quarantine contents without ingestion metadata."""
+    """Gold rows, and bronze/quarantine/outbox contents without ingestion metadata (the
+    outbox's events are the same whichever run made them)."""
     out = {name: project(rows, None) for name, rows in read_gold(spark, lake_dir).items()}
-    for name in ("bronze_messages", "bronze_workflow_events", "quarantine"):
+    for name in ("bronze_messages", "bronze_workflow_events", "quarantine", "outbox"):
         df = spark.read.format("delta").load(table_path(lake_dir, name))
         out[name] = sorted(tuple(r) for r in df.drop("_ingested_at", "_run_id").collect())
     return out
@@ -88,6 +90,9 @@ def test_a_run_killed_anywhere_is_rolled_back_and_the_next_run_converges(spark, 
                 spark.read.format("delta").load(table_path(lake_dir, name)).count()
         dead_run = journal.unfinished_run(lake_dir)
         assert dead_run, point
+        # what readers outside the lock (delivery) read: still the versions before the dead run
+        assert {name: journal.published_version(lake_dir, name) for name in TABLES} == {
+            name: v if v >= 0 else None for name, v in before.items()}, point
         result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
         assert not result.nothing_new and result.rolled_back == dead_run, point
         assert snapshot(spark, lake_dir) == reference, f"killed during {point}: the rerun did not converge"

@@ -3,19 +3,22 @@ what the engine-level tests of test_rules.py cannot see — late data that moves
 correlation to another key (rule 4), tenants kept apart by the Spark partitioning
 (rules 3a, 5, 7, 19), gold/messages' columns and the contract's defaults, the
 default as_of (rule 23), instance keys of correlake's reserved form made by a
-producer, a long chain of linked keys, and an increment that recomputes the one key
-group it touches. Positions repeat across the two streams, as they may."""
+producer, a long chain of linked keys, an increment that recomputes the one key
+group it touches, and the outbox that follows gold (a moved correlation retracted).
+Positions repeat across the two streams, as they may."""
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
 from correlake.run import pipeline
 from correlake.config import GOLD_TABLES, table_path
 from correlake.lake.sqlfiles import delta_table
-from helpers import read_gold, versions, write_jsonl
+from correlake.lake import journal
+from helpers import EVENT_FIELDS, assert_outbox_agrees, read_gold, read_outbox, versions, write_jsonl
 from records import S, deploy, ended, left, msg, sub
 
 PUBLISHED = datetime(2025, 12, 31, 23, 0, 0, 500_000, tzinfo=timezone.utc)  # "2026-01-01T00:00:00.5+01:00"
@@ -164,3 +167,27 @@ def test_an_increment_recomputes_only_the_key_group_it_touches(spark, runs, gold
             assert commits == [], table
         others = [sorted(repr(r) for r in g[table] if r["tenant_id"] != "late") for g in (first_gold, gold)]
         assert others[0] and others[0] == others[1], table
+
+
+def test_the_outbox_follows_gold_and_retracts_what_late_data_moved(spark, runs):
+    """After each run the outbox's live events are gold's correlations. Run 2 moved tenant
+    "late"'s correlation from key k1 to k2: k1 gets a RETRACTED event of what it had
+    (sequence 2), k2 its first CORRELATED one, in one more commit of the outbox, the
+    published version; a run with nothing new adds nothing."""
+    lake, after_first, result, _ = runs
+    first = read_outbox(spark, lake, after_first["outbox"])
+    events = assert_outbox_agrees(spark, lake)
+    assert result.outbox_events == 2 and not result.outbox_backfilled
+    late = sorted((e["correlation_key"], e["sequence"], e["kind"], e["message_key"], e["_run_id"])
+                  for e in events if e["tenant_id"] == "late")
+    assert late == [("k1", 1, "CORRELATED", 1, first[0]["_run_id"]), ("k1", 2, "RETRACTED", 1, result.run_id),
+                    ("k2", 1, "CORRELATED", 2, result.run_id)]
+    [correlated] = [e for e in first if e["tenant_id"] == "late"]
+    [retracted] = [e for e in events if e["kind"] == "RETRACTED"]
+    strip = lambda e: {k: v for k, v in e["payload"].items() if k not in EVENT_FIELDS}  # noqa: E731
+    assert strip(retracted) == strip(correlated) and retracted["event_id"] != correlated["event_id"]
+    assert [e for e in events if e["_run_id"] != result.run_id] == first  # appended, nothing rewritten
+    now = versions(lake)
+    assert now["outbox"] == after_first["outbox"] + 1
+    assert {name: journal.published_version(lake, name) for name in now} == now
+    assert pipeline.run(spark, str(Path(lake).parent / "landing"), lake).nothing_new and versions(lake) == now

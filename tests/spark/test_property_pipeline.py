@@ -14,10 +14,13 @@ import random
 
 import pytest
 
+from correlake.config import table_path
 from correlake.interfaces import cli
+from correlake.lake import tables as lake_tables
 from correlake.run import pipeline
 from generators import SEED, START_EVENTS, combine, generate_cases
-from helpers import assert_gold_equals, project, read_gold, write_jsonl
+from helpers import (assert_gold_equals, assert_outbox_agrees, correlation_text, live_event_ids, project, read_gold,
+                     write_jsonl)
 from reference_model import reference
 
 CASES = 60
@@ -44,7 +47,8 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
     want = reference(messages, events)
 
     root = tmp_path_factory.mktemp("one")
-    one = run_pipeline(spark, str(root / "lake"), root, [[(messages, events)]])
+    one_lake = str(root / "lake")
+    one = run_pipeline(spark, one_lake, root, [[(messages, events)]])
     assert_gold_equals(one, want)
 
     # The same records split at random into 2-4 runs, in shuffled order:
@@ -61,8 +65,18 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
     assert_gold_equals(split, want)
     assert_same_gold(split, one)
 
+    # The outbox: gold's correlations as live events in either lake; a correlation never
+    # retracted has the same id whichever runs made it; a rebuild that changes no
+    # correlation adds no event.
+    outbox = assert_outbox_agrees(spark, lake)
+    retracted = {correlation_text(e) for e in outbox if e["kind"] == "RETRACTED"}
+    kept = {e["event_id"] for e in outbox if e["kind"] == "CORRELATED" and correlation_text(e) not in retracted}
+    assert kept and kept <= live_event_ids(assert_outbox_agrees(spark, one_lake))
+
+    before = lake_tables.version(table_path(lake, "outbox"))
     assert cli.main(["rebuild", "--lake", lake]) == 0  # silver and gold again, from bronze
     assert_same_gold(read_gold(spark, lake), one)
+    assert lake_tables.version(table_path(lake, "outbox")) == before
 
 
 def split_streams(records: list[tuple[str, dict]]) -> tuple[list, list]:

@@ -35,7 +35,11 @@ def test_prints_an_aligned_table_and_tells_what_was_left_out(spark, demo_lake, c
     assert code == 0 and out.startswith("outcome") and out.rstrip().endswith(("row)", "rows)"))
 
     code, out, _ = sql(capsys, "--lake", demo_lake, "--limit", "100", "SHOW TABLES")
-    assert code == 0 and "gold_correlations" in out and "unmatched_messages" in out
+    assert code == 0 and "gold_correlations" in out and "unmatched_messages" in out and "outbox" in out
+
+    code, out, _ = sql(capsys, "--lake", demo_lake, "SELECT sum(CASE kind WHEN 'CORRELATED' THEN 1 ELSE -1 END) "
+                       "- (SELECT count(*) FROM gold_correlations) AS d FROM outbox")  # its live events: gold's
+    assert code == 0 and out.split("\n")[2].strip() == "0", out
 
     code, out, _ = sql(capsys, "--lake", demo_lake, "--list")
     assert code == 0 and "gold_message_started_instances" in out and "quarantine" in out

@@ -37,9 +37,17 @@ def test_a_moved_as_of_reevaluates_messages_and_new_groups_and_deployments_are_w
 def test_a_first_run_creates_every_table_it_restates():
     plan = plan_writes({name: -1 for name in TABLES}, key_groups_changed=False, as_of_moved=True)
     created = [w.table for w in plan.writes if w.how is How.CREATE]
-    assert created == [*(t for t in GOLD_TABLES if t != "messages"), "messages", "silver_messages", "key_groups"]
+    assert created == [*(t for t in GOLD_TABLES if t != "messages"), "messages", "silver_messages", "key_groups",
+                       "outbox"]
     assert Write("silver_deployments", How.OVERWRITE) in plan.writes
-    assert plan.writes[-len(APPENDS):] == tuple(APPENDS)
+    assert plan.writes[-len(APPENDS) - 1:-1] == tuple(APPENDS)
+
+
+def test_the_outbox_is_created_once_then_appended_to_only_with_events():
+    assert plan_writes(EVERY, outbox_events=0).writes[-1] == APPENDS[-1]  # no empty commit
+    assert plan_writes(EVERY, outbox_events=5).writes[-1] == Write("outbox", How.APPEND)
+    assert plan_writes({**EVERY, "outbox": -1}).writes[-1] == Write("outbox", How.CREATE)  # a lake from before it
+    assert plan_writes(EVERY, rebuild=True, outbox_events=2).writes[-1] == Write("outbox", How.APPEND)
 
 
 def test_a_rebuild_replaces_silver_and_gold_and_appends_nothing():

@@ -24,6 +24,8 @@ class RunResult:
     new_workflow_events: int = 0
     touched_groups: int = 0
     correlations: int = 0
+    outbox_events: int = 0  # the events the run adds to delivery/outbox
+    outbox_backfilled: bool = False  # the lake had no outbox: its events are every gold correlation's
     as_of: int | None = None
     max_event_time: int | None = None
     deployments: int = 0
@@ -95,7 +97,8 @@ class RunResult:
         """The run's row of `_meta/runs` (times in epoch millis)."""
         summary = json.dumps({"quarantined": self.quarantined, "not_read": self.not_read, "timings": self.timings,
                               "touched_groups": self.touched_groups, "replays": self.replays,
-                              "rebuild": self.rebuild, "as_of_before": self.as_of_before})
+                              "rebuild": self.rebuild, "as_of_before": self.as_of_before,
+                              "outbox_events": self.outbox_events})
         return (self.run_id, self.started_at, int(time.time() * 1000), self.files, self.records_read,
                 self.quarantined_total, self.max_event_time, self.as_of, summary)
 

@@ -22,6 +22,7 @@ from correlake.lake.landing import new_files
 from correlake.lake.maintenance import only_maintained
 from correlake.quality import gates
 from correlake.run import writes
+from correlake.run.outbox import fallen_due
 from correlake.run.result import RunResult, new_run_id
 from correlake.run.stages import Stage
 from correlake.run.store import Plan, staged_run
@@ -120,12 +121,12 @@ class StagedRun:
         as_of is read only when it can move)."""
         versions, result = self.plan.versions, self.result
         if result.rebuild:
-            return writes.plan_writes(versions, rebuild=True)
+            return writes.plan_writes(versions, rebuild=True, outbox_events=result.outbox_events)
         as_of_moved = versions["messages"] >= 0 and result.as_of is not None and result.as_of != meta.current_as_of(
             tables.read(self.spark, self.lake_dir, "messages", GOLD["messages"]))
         key_groups_changed = versions["key_groups"] < 0 or not self.frame("key_groups").isEmpty()
         return writes.plan_writes(versions, deployments=result.deployments, key_groups_changed=key_groups_changed,
-                                  as_of_moved=as_of_moved)
+                                  as_of_moved=as_of_moved, outbox_events=result.outbox_events)
 
     def _write(self) -> None:
         writes.apply(self._write_plan(), self)
@@ -137,7 +138,8 @@ class StagedRun:
 
 def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult:
     """Nothing new: statuses move only if as_of does (an explicit --as-of, or back to the
-    default). A refresh is a run of no files, recorded in `_meta/runs`; a dry run changes nothing."""
+    default), and with a delivery delay the outbox gets the events that fell due. A
+    refresh is a run of no files, recorded in `_meta/runs`; a dry run changes nothing."""
     target = as_of if as_of is not None else last_event_time
     result = RunResult(None, nothing_new=True, as_of=target)
     if target is None or not tables.is_table(table_path(lake_dir, "messages")):
@@ -150,6 +152,10 @@ def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult
     if not dry_run:
         result.run_id = new_run_id()
         with journalled(spark, lake_dir, result.run_id):
+            events = fallen_due(spark, lake_dir, result.run_id, target, current)
             tables.overwrite(messages_at(messages, target), lake_dir, "messages", result.run_id)
+            result.outbox_events = 0 if events is None else events.count()
+            if result.outbox_events:
+                tables.append(events, lake_dir, "outbox", result.run_id)
             meta.record_run(spark, lake_dir, result.runs_row())
     return result

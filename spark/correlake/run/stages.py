@@ -15,8 +15,10 @@ from pyspark.sql import functions as F
 
 from correlake.config import GOLD_TABLES, STAGE_NAMES, STREAMS
 from correlake.contract.schemas import INGESTED_FILE, SCOPE, struct
+from correlake.lake import meta
 from correlake.quality import gates
 from correlake.quality.gates import GateFailed
+from correlake.run.outbox import new_events
 from correlake.transforms import bronze, gold, scope as key_scope, silver
 
 if TYPE_CHECKING:
@@ -97,6 +99,19 @@ def _gold(run: StagedRun) -> None:
     for name in GOLD_TABLES:
         run.store.put(name, tables[name])
     run.result.correlations = run.frame("correlations").count()
+    _outbox(run)
+
+
+def _outbox(run: StagedRun) -> None:
+    """The outbox events that make the outbox agree with gold after this run."""
+    def previous_as_of():
+        messages = run.history("messages")
+        return None if messages is None else meta.current_as_of(messages)
+
+    events, run.result.outbox_backfilled = new_events(
+        run.spark, run.history, run.run_id, run.result.as_of, previous_as_of, run.frame("correlations"),
+        run.frame("touched_keys").select(*SCOPE), run.result.rebuild)
+    run.result.outbox_events = run.store.put("outbox", events).count()
 
 
 def _gold_gate(run: StagedRun) -> dict[str, DataFrame]:

@@ -27,7 +27,8 @@ def _summary(result) -> str:
         move = f"as_of {_iso(result.as_of_before)} → {_iso(result.as_of)}"
         if result.run_id is None:
             return f"correlake: nothing new to ingest; dry run: would re-evaluate the statuses of gold/messages ({move})"
-        return (f"correlake: nothing new to ingest; statuses of gold/messages re-evaluated ({move}), "
+        due = f"; {result.outbox_events} held-back outbox events fell due" if result.outbox_events else ""
+        return (f"correlake: nothing new to ingest; statuses of gold/messages re-evaluated ({move}){due}, "
                 f"recorded as run {result.run_id}")
     lines = [
         f"correlake {'rebuild' if result.rebuild else 'run'} {result.run_id}",
@@ -40,6 +41,8 @@ def _summary(result) -> str:
         f"  silver   new messages {result.new_messages}, new workflow events {result.new_workflow_events}, "
         f"key groups recomputed {result.touched_groups}",
         f"  gold     correlations (recomputed groups) {result.correlations}, as_of {_iso(result.as_of)}",
+        f"  outbox   new events {result.outbox_events}" + (
+            " (the lake's first outbox: an event for every gold correlation)" if result.outbox_backfilled else ""),
         "  timings  " + ", ".join(f"{stage} {secs:.1f}s" for stage, secs in result.timings.items()),
     ]
     if result.not_read:  # refused when read: left in the landing, for a later run

@@ -8,7 +8,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from correlake.config import GOLD_TABLES, STREAMS, table_path
-from correlake.contract.schemas import GOLD, GOLD_KEYS, KEY_GROUPS, SCOPE
+from correlake.contract.schemas import GOLD, GOLD_KEYS, KEY_GROUPS, OUTBOX, SCOPE
 from correlake.lake import tables
 from correlake.lake.restate import restate
 from correlake.session import run_concurrently
@@ -50,13 +50,14 @@ APPENDED = ("quarantine", "ingested_files", "silver_workflow_events", *(f"bronze
 
 
 def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: int = 0,
-                key_groups_changed: bool = True, as_of_moved: bool = False) -> WritePlan:
+                key_groups_changed: bool = True, as_of_moved: bool = False, outbox_events: int = 0) -> WritePlan:
     """The writes of a run over a lake whose tables are at `versions` (-1: none yet).
     A rebuild replaces silver and gold. Otherwise, the MERGEs first (they take longest):
     gold/messages re-evaluated whole if `as_of_moved`; key groups only if they changed;
-    deployments replaced if the run brought some; the new records appended."""
+    deployments replaced if the run brought some; the new records appended. Either way
+    the run's `outbox_events` are appended to the outbox (created if the lake has none)."""
     if rebuild:
-        return WritePlan(tuple(Write(name, How.OVERWRITE) for name in REBUILT))
+        return WritePlan(tuple(Write(name, How.OVERWRITE) for name in REBUILT) + _outbox(versions, outbox_events))
 
     def restated(name: str) -> Write:
         return (Write(name, How.CREATE) if versions[name] < 0
@@ -71,10 +72,19 @@ def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: in
     if deployments or versions["silver_deployments"] < 0:  # a lake has every table
         writes.append(Write("silver_deployments", How.OVERWRITE))
     writes += [Write(name, How.APPEND) for name in APPENDED]
-    return WritePlan(tuple(writes))
+    return WritePlan(tuple(writes) + _outbox(versions, outbox_events))
 
 
-SCHEMAS = {**GOLD, "silver_messages": SILVER_MESSAGE, "key_groups": KEY_GROUPS}  # of the tables a run restates
+def _outbox(versions: dict[str, int], events: int) -> tuple[Write, ...]:
+    """The outbox's write: created on a lake that has none (also empty: the lake has one
+    from then on), else appended to if there are events (no empty commit)."""
+    if versions["outbox"] < 0:
+        return (Write("outbox", How.CREATE),)
+    return (Write("outbox", How.APPEND),) if events else ()
+
+
+# of the tables a run restates or creates
+SCHEMAS = {**GOLD, "silver_messages": SILVER_MESSAGE, "key_groups": KEY_GROUPS, "outbox": OUTBOX}
 
 
 def apply(plan: WritePlan, run: StagedRun) -> None:

@@ -1,0 +1,60 @@
+"""A run's new outbox events: which gold correlations and which outbox events the
+transform (`transforms/outbox.py`) is given. Those of the keys the run recomputed; every
+key's on a rebuild, and on a lake that has no outbox yet (made before it: its first run
+gets every gold correlation's event); with a delivery delay, also the keys whose
+held-back correlations fell due since the last run's as_of."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pyspark.sql import DataFrame, SparkSession
+
+from correlake.config import DELIVERY_PARTITIONS, delivery_delay_ms, table_path
+from correlake.contract.schemas import CORRELATION, OUTBOX, SCOPE, struct
+from correlake.lake import tables
+from correlake.transforms.hints import broadcast_if_small
+from correlake.transforms.outbox import due_keys, outbox_events
+
+
+def new_events(spark: SparkSession, history: Callable[[str], DataFrame | None], run_id: str, as_of: int | None,
+               previous_as_of: Callable[[], int | None], correlations: DataFrame | None = None,
+               touched: DataFrame | None = None, rebuild: bool = False) -> tuple[DataFrame, bool]:
+    """(the run's new outbox rows, whether they are a first outbox's backfill of gold).
+
+    `history(name)`: a lake table as the run found it (None: none); `correlations`: the
+    run's gold correlations of the `touched` keys (None: a run that recomputed none);
+    `previous_as_of()`: the as_of gold's statuses were at before the run."""
+    delay = delivery_delay_ms()
+    due_until = None if delay == 0 or as_of is None else as_of - delay
+    empty = lambda schema: spark.createDataFrame([], schema)  # noqa: E731
+    new = empty(CORRELATION) if correlations is None else correlations
+    scope = empty(struct(*((name, CORRELATION[name].dataType) for name in SCOPE))) if touched is None else touched
+    outbox, gold = history("outbox"), None if rebuild else history("correlations")
+    if rebuild or outbox is None:  # every key: the run's correlations, the others' from gold
+        backfill = gold is not None and outbox is None
+        if backfill:
+            new = gold.join(broadcast_if_small(scope)(scope), SCOPE, "left_anti").unionByName(new)
+        past = empty(OUTBOX) if outbox is None else outbox
+        return outbox_events(new, past, run_id, DELIVERY_PARTITIONS, due_until), backfill
+    if due_until is not None and gold is not None:
+        previous = previous_as_of()
+        due = (due_keys(gold, None if previous is None else previous - delay, due_until)
+               .join(broadcast_if_small(scope)(scope), SCOPE, "left_anti").localCheckpoint())
+        new = new.unionByName(gold.join(broadcast_if_small(due)(due), SCOPE, "left_semi"))
+        scope = scope.unionByName(due)
+    past = outbox.join(broadcast_if_small(scope)(scope), SCOPE, "left_semi")
+    return outbox_events(new, past, run_id, DELIVERY_PARTITIONS, due_until), False
+
+
+def fallen_due(spark: SparkSession, lake_dir: str, run_id: str, as_of: int, previous_as_of: int) -> DataFrame | None:
+    """A status refresh's outbox events (as_of moved, nothing new): the held-back
+    correlations now due, checkpointed; None without a delivery delay or an outbox."""
+    if not delivery_delay_ms() or not tables.is_table(table_path(lake_dir, "outbox")):
+        return None
+
+    def current(name: str) -> DataFrame | None:
+        path = table_path(lake_dir, name)
+        return spark.read.format("delta").load(path) if tables.is_table(path) else None
+
+    return new_events(spark, current, run_id, as_of, lambda: previous_as_of)[0].localCheckpoint()

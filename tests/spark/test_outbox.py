@@ -1,0 +1,129 @@
+"""The outbox's events (`transforms/outbox.py`) on small hand-built frames: a key's first
+correlation, a rerun that changes nothing, a changed, a removed and a returning
+correlation, held-back ones, the payload's shape and the partition's Spark twin."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from pyspark.sql import functions as F
+
+from correlake.contract.schemas import CORRELATION, OUTBOX
+from correlake.delivery.events import partition_of
+from correlake.run.outbox import new_events
+from correlake.transforms.outbox import due_keys, outbox_events, partition
+
+T0 = datetime(2026, 1, 1, 12, 0, 0, 250_000, tzinfo=timezone.utc)
+PARTITIONS = 8
+
+
+def correlation(message_key: int, key: str = "k1", element: str = "e1", at: datetime = T0,
+                variables: str | None = '{"b":[1,{"c":null}],"a":"é"}') -> tuple:
+    return (message_key, "t", "m", key, "p", 1, "pi-1", element, "task", "CATCH", at,
+            T0 - timedelta(seconds=1), variables)
+
+
+def events(spark, correlations: list[tuple], history: list[dict], run_id: str = "r", due_until=None) -> list[dict]:
+    gold = spark.createDataFrame(correlations, CORRELATION)
+    past = spark.createDataFrame([tuple(e[f] for f in OUTBOX.fieldNames()) for e in history], OUTBOX)
+    rows = outbox_events(gold, past, run_id, PARTITIONS, due_until).collect()
+    return sorted((r.asDict() for r in rows), key=lambda e: (e["tenant_id"], e["correlation_key"], e["sequence"]))
+
+
+@pytest.fixture(scope="module")
+def first(spark):
+    return events(spark, [correlation(1), correlation(2, key="k2", at=T0 + timedelta(seconds=1))], [])
+
+
+def test_a_new_key_gets_one_correlated_event_per_correlation(first):
+    assert [(e["kind"], e["correlation_key"], e["message_key"], e["sequence"]) for e in first] == [
+        ("CORRELATED", "k1", 1, 1), ("CORRELATED", "k2", 2, 1)]
+    assert len({e["event_id"] for e in first}) == 2 and {e["_run_id"] for e in first} == {"r"}
+    assert [e["partition"] for e in first] == [partition_of("t", k, PARTITIONS) for k in ("k1", "k2")]
+
+
+def test_the_payload_is_the_event_and_the_correlation_as_json(first):
+    payload = json.loads(first[0]["payload"])
+    assert list(payload) == ["event_id", "kind", "sequence", "partition", *CORRELATION.fieldNames()]
+    assert {k: payload[k] for k in ("event_id", "kind", "sequence", "partition")} == {
+        k: first[0][k] for k in ("event_id", "kind", "sequence", "partition")}
+    assert payload["correlated_at"] == "2026-01-01T12:00:00.250Z"
+    assert payload["message_published_at"] == "2026-01-01T11:59:59.250Z"
+    assert payload["variables"] == {"b": [1, {"c": None}], "a": "é"}
+    assert payload["message_key"] == 1 and payload["process_version"] == 1 and payload["element_id"] == "task"
+
+
+def test_a_rerun_with_the_same_correlations_emits_nothing_and_ids_are_deterministic(spark, first):
+    assert events(spark, [correlation(1), correlation(2, key="k2", at=T0 + timedelta(seconds=1))], first) == []
+    again = events(spark, [correlation(1), correlation(2, key="k2", at=T0 + timedelta(seconds=1))], [], "r2")
+    assert [e["event_id"] for e in again] == [e["event_id"] for e in first]
+
+
+def test_a_changed_correlation_is_retracted_then_correlated_again(spark, first):
+    k1 = [e for e in first if e["correlation_key"] == "k1"]
+    second = events(spark, [correlation(1, element="e2")], k1)  # late data: another element instance
+    assert [(e["kind"], e["sequence"]) for e in second] == [("RETRACTED", 2), ("CORRELATED", 3)]
+    retracted, correlated = (json.loads(e["payload"]) for e in second)
+    old = json.loads(k1[0]["payload"])
+    assert {k: v for k, v in retracted.items() if k not in ("event_id", "kind", "sequence")} == {
+        k: v for k, v in old.items() if k not in ("event_id", "kind", "sequence")}
+    assert correlated["element_instance_key"] == "e2" and second[1]["event_id"] != k1[0]["event_id"]
+    assert events(spark, [correlation(1, element="e2")], k1 + second) == []
+
+
+def test_a_removed_correlation_is_retracted_and_one_that_comes_back_gets_a_new_id(spark, first):
+    k1 = [e for e in first if e["correlation_key"] == "k1"]
+    [gone] = events(spark, [], k1)
+    assert (gone["kind"], gone["sequence"], gone["correlation_key"]) == ("RETRACTED", 2, "k1")
+    assert json.loads(gone["payload"])["variables"] == {"b": [1, {"c": None}], "a": "é"}
+    [back] = events(spark, [correlation(1)], k1 + [gone])
+    assert (back["kind"], back["sequence"]) == ("CORRELATED", 3)
+    assert back["event_id"] not in (k1[0]["event_id"], gone["event_id"])
+    assert events(spark, [correlation(1)], k1 + [gone, back]) == []
+
+
+def test_held_back_correlations_wait_for_their_time(spark):
+    late = T0 + timedelta(minutes=5)
+    rows = [correlation(1), correlation(2, at=late, variables=None)]
+    [now] = events(spark, rows, [], due_until=int(T0.timestamp() * 1000))
+    assert now["message_key"] == 1
+    [later] = events(spark, rows, [now], due_until=int(late.timestamp() * 1000))
+    assert (later["message_key"], later["sequence"]) == (2, 2)
+    assert json.loads(later["payload"])["variables"] is None
+    gold = spark.createDataFrame(rows, CORRELATION)
+    assert [tuple(r) for r in due_keys(gold, int(T0.timestamp() * 1000), int(late.timestamp() * 1000)).collect()] == [
+        ("t", "k1")]
+
+
+def test_the_partition_twins_agree(spark):
+    keys = [(t, f"{k}-{i}") for i in range(300) for t, k in (("<default>", "order"), ("tenant-é", "clé ☃ 𝄞"),
+                                                            ("a\u0000b", "c"))]
+    df = spark.createDataFrame(keys, "tenant_id string, correlation_key string")
+    got = df.select("tenant_id", "correlation_key", partition(F.col("tenant_id"), F.col("correlation_key"),
+                                                              PARTITIONS).alias("p")).collect()
+    assert {(r[0], r[1]): r[2] for r in got} == {(t, k): partition_of(t, k, PARTITIONS) for t, k in keys}
+
+
+def test_a_run_also_emits_what_fell_due_and_a_lake_without_outbox_gets_every_correlation(spark, monkeypatch):
+    """`run/outbox.new_events`: with a delay, the keys whose held-back correlations fell due
+    since the last as_of join the run's touched keys; with no outbox yet, every key of gold does."""
+    ms = lambda t: int(t.timestamp() * 1000)  # noqa: E731
+    gold = spark.createDataFrame([correlation(1), correlation(2, key="k2", at=T0 + timedelta(minutes=1)),
+                                  correlation(3, key="k3", at=T0 + timedelta(minutes=5))], CORRELATION)
+    touched = spark.createDataFrame([("t", "k4")], "tenant_id string, correlation_key string")
+    new = spark.createDataFrame([correlation(4, key="k4")], CORRELATION)
+    [k1] = events(spark, [correlation(1)], [])
+    outbox = spark.createDataFrame([tuple(k1[f] for f in OUTBOX.fieldNames())], OUTBOX)
+
+    def emitted(tables: dict, **kwargs) -> tuple[list, bool]:
+        rows, backfill = new_events(spark, tables.get, "r", ms(T0 + timedelta(minutes=3)), lambda: ms(T0), new,
+                                    touched, **kwargs)
+        return sorted((r["correlation_key"], r["kind"], r["sequence"]) for r in rows.collect()), backfill
+
+    monkeypatch.setenv("CORRELAKE_DELIVERY_DELAY", "60")  # due until T0 + 2 min; the last run's until T0 - 1 min
+    assert emitted({"outbox": outbox, "correlations": gold}) == ([("k2", "CORRELATED", 1), ("k4", "CORRELATED", 1)],
+                                                                 False)
+    monkeypatch.setenv("CORRELAKE_DELIVERY_DELAY", "0")
+    assert emitted({"correlations": gold}) == ([(k, "CORRELATED", 1) for k in ("k1", "k2", "k3", "k4")], True)
