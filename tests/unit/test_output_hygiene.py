@@ -40,7 +40,7 @@ def test_quarantine_reasons_and_their_files_in_the_summary_are_escaped():
     result = RunResult("r1", files=1, records_read=3, quarantined={f"bad value {RED}": 2},
                        first_quarantined={f"bad value {RED}": f"/landing/messages/x{TITLE}\ny.jsonl:2"})
     text = summary(result)
-    assert not CONTROLS.search(text) and len(text.splitlines()) == 6
+    assert not CONTROLS.search(text) and len(text.splitlines()) == 7
     assert "bad value \\x1b[31m  (first: /landing/messages/x\\x1b]0;pwned\\x07\\ny.jsonl:2)" in text
     assert "\\x1b[31m" in result.quarantine_excess(0.1) and not CONTROLS.search(result.quarantine_excess(0.1))
 
