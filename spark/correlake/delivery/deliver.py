@@ -21,13 +21,11 @@ import pyarrow.compute as pc
 
 from correlake import config
 from correlake.delivery import tables
-from correlake.delivery.events import (ACKED, AWAITED, CANCELLED, DEAD_LETTERS, EXPIRED, FINAL, PENDING, SENT,
-                                       Event, Sink, partition_of)
+from correlake.delivery.events import DEAD_LETTERS, FINAL, PENDING, STATUSES, Event, Sink, partition_of
 from correlake.delivery.ledger import REQUEUED, Ledger, Policy, Tracked, clocks
 from correlake.lake import journal
 from correlake.lake.files import Held, flocked, state_dir, write_atomic
 
-STATUSES = (PENDING, SENT, ACKED, AWAITED, CANCELLED, EXPIRED)
 OPEN = tuple(s for s in STATUSES if s not in FINAL)
 
 

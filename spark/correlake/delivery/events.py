@@ -11,6 +11,7 @@ CORRELATED, RETRACTED = "CORRELATED", "RETRACTED"
 # delivery/state's statuses; the final ones never change again (a dead letter is requeued
 # as a new attempt of the same event: `correlake deliver --requeue-dead-letters`).
 PENDING, SENT, ACKED, AWAITED, CANCELLED, EXPIRED = "PENDING", "SENT", "ACKED", "AWAITED", "CANCELLED", "EXPIRED"
+STATUSES = (PENDING, SENT, ACKED, AWAITED, CANCELLED, EXPIRED)
 FINAL = (ACKED, CANCELLED, EXPIRED)
 DEAD_LETTERS = (CANCELLED, EXPIRED)
 HASH_HEX_DIGITS = 15  # 60 bits of the ordering key's SHA-256: a non-negative BIGINT in Spark too

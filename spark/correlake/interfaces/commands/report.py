@@ -18,6 +18,7 @@ from pathlib import Path
 
 from correlake.interfaces import charts, options
 from correlake.config import data_docs_dir, default_max_quarantine_ratio, expectations_dir
+from correlake.delivery.events import STATUSES
 from correlake.errors import EXIT_OK, UsageError
 from correlake.contract.reasons import reason_kind_sql
 
@@ -87,8 +88,11 @@ QUERIES = {
 }
 # Delivery (docs/delivery.md): only for a lake whose events a `correlake deliver` pass has seen.
 DELIVERY_QUERIES = {
-    "delivery_status": """
-        SELECT status AS label, count(*) AS n FROM delivery_events GROUP BY status ORDER BY n DESC, label""",
+    "delivery_status": f"""
+        SELECT s.status AS label, coalesce(c.n, 0) AS n
+        FROM VALUES {", ".join(f"('{status}')" for status in STATUSES)} AS s(status)
+        LEFT JOIN (SELECT status, count(*) AS n FROM delivery_events GROUP BY status) c ON c.status = s.status
+        ORDER BY n DESC, label""",
     "delivery_latency": "SELECT * FROM delivery_latency ORDER BY acked DESC, bpmn_process_id, kind LIMIT 12",
     "dead_letters": """
         SELECT concat(status, ': ', coalesce(reason, '-')) AS label, count(*) AS n FROM dead_letters
