@@ -30,10 +30,10 @@ def new_events(spark: SparkSession, history: Callable[[str], DataFrame | None], 
     empty = lambda schema: spark.createDataFrame([], schema)  # noqa: E731
     new = empty(CORRELATION) if correlations is None else correlations
     scope = empty(struct(*((name, CORRELATION[name].dataType) for name in SCOPE))) if touched is None else touched
-    outbox, gold = history("outbox"), None if rebuild else history("correlations")
+    outbox, gold = history("outbox"), history("correlations")
     if rebuild or outbox is None:  # every key: the run's correlations, the others' from gold
-        backfill = gold is not None and outbox is None
-        if backfill:
+        backfill = outbox is None and gold is not None
+        if backfill and not rebuild:
             new = gold.join(broadcast_if_small(scope)(scope), SCOPE, "left_anti").unionByName(new)
         past = empty(OUTBOX) if outbox is None else outbox
         return outbox_events(new, past, run_id, DELIVERY_PARTITIONS, due_until), backfill

@@ -64,17 +64,6 @@ def parsed(payload_text: Column) -> Column:
     return F.from_json(payload_text, CORRELATION)
 
 
-def _by_identity(history: DataFrame) -> DataFrame:
-    """Per identity of the history's events: how many CORRELATED events it has (the next
-    one's generation), whether it is live, and its latest CORRELATED event."""
-    events = history.select("event_id", "kind", "sequence", parsed(F.col("payload")).alias("c"))
-    correlated = (F.col("kind") == CORRELATED).cast("int")
-    return (events.groupBy(identity(lambda n: F.col("c")[n]).alias("_identity"))
-            .agg(F.sum(correlated).alias("_generation"),
-                 (2 * F.sum(correlated) > F.count("*")).alias("_live"),
-                 F.max(F.when(correlated == 1, F.struct("sequence", "event_id", "c"))).alias("_last")))
-
-
 def _event_id(*parts: Column) -> Column:
     return F.sha2(F.concat_ws(NUL, *parts), 256)
 
@@ -83,35 +72,40 @@ def outbox_events(correlations: DataFrame, history: DataFrame, run_id: str, part
                   due_until: int | None = None) -> DataFrame:
     """The new outbox rows (OUTBOX) of the ordering keys that `correlations` (every gold
     correlation of those keys) and `history` (every outbox event of those keys) hold.
-    `due_until` (epoch millis): correlations after it are held back (not emitted yet)."""
-    gold = correlations.select(identity(F.col).alias("_identity"),
-                               F.struct(*CORRELATION.fieldNames()).alias("_gold"))
-    joined = gold.join(_by_identity(history), "_identity", "full")
-    live = F.coalesce(F.col("_live"), F.lit(False))
-    due = F.lit(True) if due_until is None else F.unix_millis(F.col("_gold.correlated_at")) <= F.lit(due_until)
-    correlated = joined.where(F.col("_gold").isNotNull() & ~live & due).select(
-        F.lit(CORRELATED).alias("kind"),
-        _event_id(F.lit(CORRELATED), F.col("_identity"), F.coalesce("_generation", F.lit(0)).cast("string"))
-        .alias("event_id"),
-        F.col("_gold").alias("c"), F.lit(1).alias("_rank"), F.lit(None).cast("bigint").alias("_after"))
-    retracted = joined.where(F.col("_gold").isNull() & live).select(
-        F.lit(RETRACTED).alias("kind"), _event_id(F.lit(RETRACTED), F.col("_last.event_id")).alias("event_id"),
-        F.col("_last.c").alias("c"), F.lit(0).alias("_rank"), F.col("_last.sequence").alias("_after"))
+    `due_until` (epoch millis): correlations after it are held back (not emitted yet).
+
+    Gold rows and events go through one shuffle, by ordering key (an identity is of one
+    key): per key its last sequence, per identity its events' counts and latest CORRELATED."""
+    gold = correlations.select(F.lit(None).cast("string").alias("kind"), F.lit(None).cast("string").alias("event_id"),
+                               F.lit(None).cast("bigint").alias("sequence"),
+                               F.struct(*CORRELATION.fieldNames()).alias("c"))
+    events = history.select("kind", "event_id", "sequence", parsed(F.col("payload")).alias("c"))
+    same_key, same_identity = Window.partitionBy(*SCOPE), Window.partitionBy(*SCOPE, "_identity")
+    is_correlated, is_retracted = ((F.col("kind") == k).cast("int") for k in (CORRELATED, RETRACTED))
+    rows = (gold.unionByName(events)
+            .select("*", *(F.col("c")[name].alias(name) for name in SCOPE),
+                    identity(lambda n: F.col("c")[n]).alias("_identity"))
+            .withColumn("_last_sequence", F.coalesce(F.max("sequence").over(same_key), F.lit(0)))
+            .select("*", F.coalesce(F.sum(is_correlated).over(same_identity), F.lit(0)).alias("_generation"),
+                    (F.coalesce(F.sum(is_correlated - is_retracted).over(same_identity), F.lit(0)) > 0).alias("_live"),
+                    F.max(F.col("kind").isNull()).over(same_identity).alias("_in_gold"),
+                    F.max(F.when(is_correlated == 1, F.col("sequence"))).over(same_identity).alias("_latest")))
+    due = F.lit(True) if due_until is None else F.unix_millis(F.col("c.correlated_at")) <= F.lit(due_until)
+    correlated = F.col("kind").isNull() & ~F.col("_live") & due
+    retracted = (F.col("sequence") == F.col("_latest")) & F.col("_live") & ~F.col("_in_gold")
     # this run's RETRACTED events first (in the order of what they retract), then the
     # CORRELATED ones in the order of semantics' correlations
-    order = Window.partitionBy(*SCOPE).orderBy("_rank", "_after", F.col("c.correlated_at"), F.col("c.message_key"),
-                                               F.col("c.bpmn_process_id"))
-    last = history.groupBy(*SCOPE).agg(F.max("sequence").alias("_last_sequence"))
-    events = (retracted.unionByName(correlated)
-              .select("*", *(F.col(f"c.{name}").alias(name) for name in SCOPE))
-              .join(last, SCOPE, "left")
-              .withColumn("sequence", F.coalesce("_last_sequence", F.lit(0)) + F.row_number().over(order))
-              .withColumn("partition", partition(F.col("tenant_id"), F.col("correlation_key"), partitions)))
-    return events.select(
-        *(F.col(name) for name in ("event_id", "kind", *SCOPE)), F.col("c.message_key").alias("message_key"),
-        F.col("c.bpmn_process_id").alias("bpmn_process_id"), F.col("sequence").cast("bigint").alias("sequence"),
-        "partition", payload(F.col("c")).alias("payload"), F.lit(run_id).alias("_run_id"),
-    ).select(*OUTBOX.fieldNames())
+    order = Window.partitionBy(*SCOPE).orderBy(F.col("kind").isNull(), "sequence", F.col("c.correlated_at"),
+                                             F.col("c.message_key"), F.col("c.bpmn_process_id"))
+    new = (rows.where(correlated | retracted).select(
+        F.when(correlated, F.lit(CORRELATED)).otherwise(F.lit(RETRACTED)).alias("kind"),
+        F.when(correlated, _event_id(F.lit(CORRELATED), F.col("_identity"), F.col("_generation").cast("string")))
+        .otherwise(_event_id(F.lit(RETRACTED), F.col("event_id"))).alias("event_id"),
+        (F.col("_last_sequence") + F.row_number().over(order)).cast("bigint").alias("sequence"),
+        *SCOPE, *(F.col("c")[name].alias(name) for name in ("message_key", "bpmn_process_id")), "c"))
+    return (new.withColumn("partition", partition(F.col("tenant_id"), F.col("correlation_key"), partitions))
+            .withColumn("payload", payload(F.col("c"))).withColumn("_run_id", F.lit(run_id))
+            .select(*OUTBOX.fieldNames()))
 
 
 def due_keys(correlations: DataFrame, after: int | None, until: int) -> DataFrame:
