@@ -53,9 +53,16 @@ def rounds(keys: int, sequences: int) -> list[list[Event]]:
 
 
 @pytest.fixture
-def broker(rabbitmq):
+def broker(rabbitmq, request):
     """The session's node (up again if a test left it killed), with none of the sink's exchange
-    and queues left by another test."""
+    and queues left by another test. For a test marked `kills_broker` the topology is declared,
+    and on disk in the quorum queues' registry (`save_queue_registry`), before it starts: the
+    node then recovers from the SIGKILL as from any crash, whatever the tests before declared."""
+    if request.node.get_closest_marker("kills_broker"):
+        declared = RabbitMQSink(rabbitmq.url)
+        declared.prepare(PARTITIONS)
+        declared.close()
+        rabbitmq.save_queue_registry()
     yield rabbitmq
     if not rabbitmq.running():
         rabbitmq.restart()
@@ -220,6 +227,7 @@ def test_drained(broker, sink):
     assert sink.drained(PARTITIONS)
 
 
+@pytest.mark.kills_broker
 def test_broker_killed_mid_send_then_restarted(broker, sink, tmp_path):
     """Events whose confirm never came are RETRY; resent after the restart, each is in effect once."""
     first = [event(f"k{k}", 1, size=300) for k in range(20_000)]
@@ -307,6 +315,7 @@ def outbox_events(rows: list[dict]) -> list[Event]:
                   r["partition"], r["payload"].encode()) for r in rows]
 
 
+@pytest.mark.kills_broker
 def test_a_pass_with_the_broker_killed_mid_pass(broker, outbox_lake, tmp_path, monkeypatch, capsys):
     """The broker SIGKILLed while the pass's second round is being sent: the pass ends with
     events to retry; after a restart the next pass delivers the rest; the consumer applies
