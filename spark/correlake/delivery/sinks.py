@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from correlake import config
 from correlake.delivery.events import Sink
 from correlake.errors import DeliveryError
@@ -9,10 +12,11 @@ from correlake.errors import DeliveryError
 SINKS = ("webhook", "rabbitmq")
 
 
+@contextmanager
 def open_sink(kind: str, url: str | None, secret: str | None = None,
-              timeout: float = config.WEBHOOK_TIMEOUT_SECONDS) -> Sink:
-    """The sink `kind` at `url` (a webhook's http(s) URL, or a broker's amqp(s) URL);
-    `secret` signs webhook bodies. DeliveryError when it cannot be used."""
+              timeout: float = config.WEBHOOK_TIMEOUT_SECONDS) -> Iterator[Sink]:
+    """The sink `kind` at `url` (a webhook's http(s) URL, or a broker's amqp(s) URL), closed
+    when the block ends; `secret` signs webhook bodies. DeliveryError when it cannot be used."""
     if kind not in SINKS:
         raise DeliveryError(f"unknown sink {kind!r}: one of {', '.join(SINKS)}")
     if not url:
@@ -20,7 +24,12 @@ def open_sink(kind: str, url: str | None, secret: str | None = None,
     if kind == "webhook":
         from correlake.delivery.webhook import WebhookSink
 
-        return WebhookSink(url, secret or None, timeout)
-    from correlake.delivery.rabbitmq import RabbitMQSink
+        sink = WebhookSink(url, secret or None, timeout)
+    else:
+        from correlake.delivery.rabbitmq import RabbitMQSink
 
-    return RabbitMQSink(url)
+        sink = RabbitMQSink(url)
+    try:
+        yield sink
+    finally:
+        sink.close()

@@ -219,11 +219,8 @@ def deliver(context) -> None:
     kind, url, secret = delivery_sink()
     settings = delivery.Settings(partitions=params["partitions"], max_seconds=params["max_seconds"])
     try:
-        sink = open_sink(kind, url, secret)
-        try:
+        with open_sink(kind, url, secret) as sink:
             result = delivery.deliver(lake, sink, settings)
-        finally:
-            sink.close()
     except delivery.DeliveryBusy as exc:
         raise AirflowSkipException(str(exc)) from None
     except DeliveryError as exc:  # a retry would meet the same configuration

@@ -7,6 +7,7 @@ import os
 import sys
 
 from correlake import config
+from correlake.delivery.sinks import SINKS, open_sink
 from correlake.errors import EXIT_OK, EXIT_USAGE, DeliveryError, UsageError
 from correlake.interfaces import options
 
@@ -14,7 +15,7 @@ from correlake.interfaces import options
 def add_parser(sub) -> argparse.ArgumentParser:
     parser = sub.add_parser("deliver", help="send the outbox's due events to a webhook or RabbitMQ, in order per key")
     options.add_lake(parser)
-    parser.add_argument("--sink", required=True, choices=("webhook", "rabbitmq"), help="where the events go")
+    parser.add_argument("--sink", required=True, choices=SINKS, help="where the events go")
     parser.add_argument("--url", help="the webhook's URL (http:// or https://); secret: $" + config.WEBHOOK_SECRET_ENV)
     parser.add_argument("--amqp-url", help="the RabbitMQ broker (amqp:// or amqps://)")
     parser.add_argument("--partitions", type=options.positive, default=config.DELIVERY_PARTITIONS, metavar="N",
@@ -48,12 +49,12 @@ def main(args: argparse.Namespace) -> int:
     requeue = delivery.Requeue(args.event_id, args.message_key) if args.requeue_dead_letters else None
     settings = delivery.Settings(args.partitions, args.max_seconds, args.delivery_ttl, args.retry_base,
                                  args.retry_cap, requeue)
+    url = args.url if args.sink == "webhook" else args.amqp_url
+    if not url:
+        raise UsageError(f"--sink {args.sink} needs {'--url' if args.sink == 'webhook' else '--amqp-url'}")
     try:
-        sink = _sink(args)
-        try:
+        with open_sink(args.sink, url, os.environ.get(config.WEBHOOK_SECRET_ENV), args.timeout) as sink:
             result = delivery.deliver(args.lake, sink, settings)
-        finally:
-            sink.close()
     except DeliveryError as exc:
         print(f"correlake: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -63,11 +64,3 @@ def main(args: argparse.Namespace) -> int:
     print(delivery.summary(result))
     return EXIT_OK
 
-
-def _sink(args: argparse.Namespace):
-    from correlake.delivery.sinks import open_sink
-
-    url = args.url if args.sink == "webhook" else args.amqp_url
-    if not url:
-        raise UsageError(f"--sink {args.sink} needs {'--url' if args.sink == 'webhook' else '--amqp-url'}")
-    return open_sink(args.sink, url, os.environ.get(config.WEBHOOK_SECRET_ENV), args.timeout)

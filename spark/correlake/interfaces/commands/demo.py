@@ -51,18 +51,15 @@ def _deliver(root: Path, lake: str) -> None:
 
     from correlake.config import PROJECT_ROOT
     from correlake.delivery import deliver as delivery
-    from correlake.delivery.webhook import WebhookSink
+    from correlake.delivery.sinks import open_sink
 
     ledger = root / "receiver.sqlite"
     receiver = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "examples" / "consumers" / "webhook_receiver.py"),
                                  str(ledger), "--port", "0"], stderr=subprocess.PIPE, text=True)
     try:
         url = receiver.stderr.readline().split()[3]  # "webhook receiver on http://127.0.0.1:<port>/ (…)"
-        sink = WebhookSink(url, None, 10.0)
-        try:
+        with open_sink("webhook", url) as sink:
             result = delivery.deliver(lake, sink, delivery.Settings())
-        finally:
-            sink.close()
     finally:
         receiver.terminate()
         receiver.wait()
