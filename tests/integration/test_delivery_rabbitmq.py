@@ -23,6 +23,7 @@ import pytest
 
 from correlake.config import PROJECT_ROOT
 from correlake.delivery.events import ACK, CORRELATED, REJECT, RETRY, Event, partition_of
+from correlake.delivery import rabbitmq
 from correlake.delivery.rabbitmq import EXCHANGE, RabbitMQSink, queue_name
 from correlake.errors import DeliveryError
 from correlake.interfaces import cli
@@ -228,13 +229,22 @@ def test_drained(broker, sink):
 
 
 @pytest.mark.kills_broker
-def test_broker_killed_mid_send_then_restarted(broker, sink, tmp_path):
+def test_broker_killed_mid_send_then_restarted(broker, sink, tmp_path, monkeypatch):
     """Events whose confirm never came are RETRY; resent after the restart, each is in effect once."""
     first = [event(f"k{k}", 1, size=300) for k in range(20_000)]
-    killer = threading.Timer(0.8, broker.kill)
-    killer.start()
-    outcomes = sink.send(first)
-    killer.join()
+    beam, confirmed = broker.beam_pid(), rabbitmq._Link._confirmed
+
+    def confirmed_then_crash(link, frame):  # the crash lands mid-send, whatever the machine's speed
+        confirmed(link, frame)
+        if frame.method.delivery_tag >= 1000 and broker.process.poll() is None:
+            os.kill(beam, signal.SIGKILL)
+            broker.process.wait(30)
+
+    monkeypatch.setattr(rabbitmq._Link, "_confirmed", confirmed_then_crash)
+    crashing = RabbitMQSink(broker.url)  # its channel takes the patched callback
+    outcomes = crashing.send(first)
+    crashing.close()
+    monkeypatch.undo()
     verdicts = Counter(o.verdict for o in outcomes)
     assert verdicts[ACK] > 0 and verdicts[RETRY] > 0 and set(verdicts) == {ACK, RETRY}, verdicts
     assert all(o.detail.startswith(("not confirmed: connection lost", "not sent: connection lost"))
