@@ -15,7 +15,6 @@ import signal
 import sqlite3
 import subprocess
 import sys
-import threading
 from collections import Counter, defaultdict
 
 import pika
@@ -330,15 +329,19 @@ def test_a_pass_with_the_broker_killed_mid_pass(broker, outbox_lake, tmp_path, m
     """The broker SIGKILLed while the pass's second round is being sent: the pass ends with
     events to retry; after a restart the next pass delivers the rest; the consumer applies
     every outbox event once, each key's in sequence order."""
-    real_send, calls = RabbitMQSink.send, []
+    real_send, confirmed, calls = RabbitMQSink.send, rabbitmq._Link._confirmed, []
 
     def send(sink, events):
         calls.append(len(events))
-        if len(calls) == 2:
-            threading.Timer(0.1, broker.kill).start()
         return real_send(sink, events)
 
+    def confirmed_then_crash(link, frame):  # the second round's first confirm: the rest are in flight or unsent
+        confirmed(link, frame)
+        if len(calls) == 2 and broker.running():
+            broker.kill()
+
     monkeypatch.setattr(RabbitMQSink, "send", send)
+    monkeypatch.setattr(rabbitmq._Link, "_confirmed", confirmed_then_crash)
     assert deliver(outbox_lake, broker.url, "--max-seconds", "3") == 0
     assert not broker.running()
     after_kill = delivery_statuses(outbox_lake)
