@@ -5,7 +5,8 @@
 delta-rs (the `deltalake` package) reads each gold table — deletion vectors applied,
 which its `scan()` supports and its pyarrow-dataset readers do not — into Arrow;
 DuckDB queries those Arrow tables under the names `gold_correlations`, `gold_messages`,
-`gold_subscriptions` and `gold_message_started_instances`. Timestamps are UTC.
+`gold_subscriptions`, `gold_message_started_instances` and `gold_as_of` (one row: the
+instant gold_messages' statuses are at). Timestamps are UTC.
 Without SQL it prints messages by status and correlations per process.
 """
 
@@ -20,7 +21,7 @@ import duckdb
 import pyarrow as pa
 from deltalake import DeltaTable
 
-GOLD = ("correlations", "messages", "subscriptions", "message_started_instances")
+GOLD = ("correlations", "messages", "subscriptions", "message_started_instances", "as_of")
 DEFAULT_SQL = """
 SELECT 'messages' AS what, status AS kind, count(*) AS n FROM gold_messages GROUP BY ALL
 UNION ALL

@@ -16,7 +16,7 @@ driver gains as its JVM warms up. --via says what runs the increments: this proc
 serve` driver started (and warmed up) for them.
 --increment-time says when the increment's records happen: within the first run's hour
 (late data, interleaved with the history: `as_of` stays), or in the hour after it (as
-hourly runs go: `as_of` moves, so every status of `gold/messages` is evaluated again).
+hourly runs go: `as_of` moves, so the statuses of `gold/messages` that cross are updated).
 """
 
 from __future__ import annotations

@@ -75,6 +75,7 @@ TABLES = {
     "messages": "gold/messages",
     "subscriptions": "gold/subscriptions",
     "message_started_instances": "gold/message_started_instances",
+    "as_of": "gold/as_of",  # one row: the instant gold/messages' statuses are at
     "outbox": "delivery/outbox",  # one event per gold correlation, written with gold (docs/delivery.md)
 }
 # What `correlake deliver` writes, under its own lock: not a run's tables (a run neither

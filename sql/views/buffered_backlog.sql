@@ -10,7 +10,7 @@ WITH accepted AS (
              FROM gold_correlations GROUP BY message_key) c ON c.message_key = m.message_key
   WHERE m.duplicate_of IS NULL AND {buffered[m.published_at]}  -- buffered from its publish to its deadline
 ),
-as_of AS (SELECT max(as_of) AS as_of FROM gold_messages),
+as_of AS (SELECT as_of FROM gold_as_of),
 hour_starts AS (  -- the level an hour starts with, carried over, counts towards its peak
   SELECT tenant_id, explode(sequence(date_trunc('HOUR', min(published_at)), date_trunc('HOUR', max(a.as_of)),
                                      INTERVAL 1 HOUR)) AS at

@@ -12,11 +12,12 @@ WITH starters AS (
   SELECT tenant_id, bpmn_process_id, correlation_key, message_name, message_key, published_at, ttl_ms, deadline,
          as_of
   FROM (SELECT m.tenant_id, d.bpmn_process_id, m.correlation_key, m.name AS message_name, m.message_key,
-               m.published_at, m.ttl_ms, m.deadline, m.as_of,
+               m.published_at, m.ttl_ms, m.deadline, a.as_of,
                array_contains(d.message_start_events, m.name) AS starts,
                row_number() OVER (PARTITION BY m.message_key, d.bpmn_process_id
                                   ORDER BY d.deployed_at DESC, d.position DESC) AS latest
         FROM gold_messages m
+        CROSS JOIN gold_as_of a
         JOIN silver_deployments d
           ON d.tenant_id = m.tenant_id
          AND d.deployed_at <= m.published_at

@@ -14,6 +14,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from unittest.mock import ANY
 
 import pytest
 from pyspark.sql import functions as F
@@ -455,13 +456,15 @@ def test_as_of_moves_statuses_without_new_records(spark, tmp_path, capsys):
     assert cli.main(run) == 0
 
     def statuses():
-        rows = table(spark, lake_dir, "messages").select("message_key", "status", "as_of").collect()
-        return {r["message_key"]: r["status"] for r in rows}, {r["as_of"] for r in rows}
+        rows = table(spark, lake_dir, "messages").select("message_key", "status").collect()
+        return {r["message_key"]: r["status"] for r in rows}, table(spark, lake_dir, "as_of").select(
+            F.unix_millis("as_of")).collect()
 
     assert statuses()[0] == {1: "BUFFERED", 2: "EXPIRED"}
     assert cli.main([*run, "--as-of", str(T0 + 5000)]) == 0
-    assert statuses()[0] == {1: "EXPIRED", 2: "EXPIRED"} and len(statuses()[1]) == 1
-    capsys.readouterr()
+    assert "re-evaluated (as_of 2026-01-01T00:00:00.002Z → 2026-01-01T00:00:05.000Z): 1 changed" in (
+        capsys.readouterr().out)
+    assert statuses() == ({1: "EXPIRED", 2: "EXPIRED"}, [(T0 + 5000,)])
     before = versions(lake_dir)
     assert cli.main([*run, "--dry-run"]) == 0
     assert "dry run: would re-evaluate the statuses" in capsys.readouterr().out
@@ -477,30 +480,35 @@ def test_as_of_moves_statuses_without_new_records(spark, tmp_path, capsys):
     assert "no table changed" in capsys.readouterr().out and versions(lake_dir) == before
 
 
-def test_records_that_move_as_of_re_evaluate_every_message_and_late_ones_only_their_keys(spark, tmp_path):
-    """A run whose records move as_of (later, or earlier with --as-of) re-evaluates every
-    message, of keys it did not touch too, and replaces the rows of the keys it touched, in
-    one rewrite of gold/messages; late records, which leave as_of where it was, restate
-    their keys' rows alone (a MERGE)."""
+def test_records_that_move_as_of_update_only_the_statuses_that_cross(spark, tmp_path):
+    """A run whose records move as_of (later, or earlier with --as-of) restates the keys it
+    touched (a MERGE) and UPDATEs, of the other keys, only the rows whose status crosses
+    (contract: gold/as_of), and records the new as_of with its run; late records, which
+    leave as_of where it was, restate their keys' rows alone and leave gold/as_of alone."""
     landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
 
     def run(name, records, as_of=None):
         write_jsonl(landing / "messages" / f"{name}.jsonl", records)
-        pipeline.run(spark, str(landing), lake_dir, as_of=as_of)
-        rows = table(spark, lake_dir, "messages").select("message_key", "status", F.unix_millis("as_of")).collect()
-        return sorted(tuple(r) for r in rows)
+        result = pipeline.run(spark, str(landing), lake_dir, as_of=as_of)
+        [row] = table(spark, lake_dir, "as_of").select(F.unix_millis("as_of"), "run_id").collect()
+        rows = table(spark, lake_dir, "messages").select("message_key", "status").collect()
+        return sorted(tuple(r) for r in rows), tuple(row), result.run_id
 
-    run("a", [m(1, key="a", ttl_ms=1000)])
-    run("b", [m(4000, key="a", ttl_ms=10_000), m(5000, key="b", ttl_ms=1000)])  # key a again: its rows replaced
-    assert run("c", [m(2, key="c", ttl_ms=60_000)]) == [  # late
-        (1, "EXPIRED", T0 + 5000), (2, "BUFFERED", T0 + 5000), (4000, "BUFFERED", T0 + 5000),
-        (5000, "BUFFERED", T0 + 5000)]
-    assert run("d", [m(3, key="d", ttl_ms=0)], as_of=T0 + 3) == [
-        (1, "BUFFERED", T0 + 3), (2, "BUFFERED", T0 + 3), (3, "EXPIRED", T0 + 3), (4000, "BUFFERED", T0 + 3),
-        (5000, "BUFFERED", T0 + 3)]
+    run("a", [m(1, key="a", ttl_ms=1000), m(2, key="e", ttl_ms=1000)])
+    _, as_of_b, run_b = run("b", [m(4000, key="a", ttl_ms=10_000), m(5000, key="b", ttl_ms=1000)])
+    assert as_of_b == (T0 + 5000, run_b)
+    assert run("c", [m(3, key="c", ttl_ms=60_000)]) == (  # late: as_of stays, set by run b
+        [(1, "EXPIRED"), (2, "EXPIRED"), (3, "BUFFERED"), (4000, "BUFFERED"), (5000, "BUFFERED")],
+        (T0 + 5000, run_b), ANY)
+    rows, as_of_d, run_d = run("d", [m(4, key="d", ttl_ms=0)], as_of=T0 + 3)
+    assert rows == [(1, "BUFFERED"), (2, "BUFFERED"), (3, "BUFFERED"), (4, "EXPIRED"), (4000, "BUFFERED"),
+                    (5000, "BUFFERED")] and as_of_d == (T0 + 3, run_d)
     history = spark.sql(f"DESCRIBE HISTORY {delta_table(table_path(lake_dir, 'messages'))}").orderBy("version").collect()
-    assert [(r["operation"], r["operationParameters"].get("mode")) for r in history][1:] == [
-        ("WRITE", "Overwrite"), ("MERGE", None), ("WRITE", "Overwrite")]
+    updated = {"MERGE": "numTargetRowsUpdated", "UPDATE": "numUpdatedRows"}
+    assert [(r["operation"], r["operationMetrics"].get(updated[r["operation"]])) for r in history[1:]] == [
+        ("MERGE", "1"), ("UPDATE", "1"),  # b: key a's message 1 by the MERGE, key e's message 2 by the UPDATE
+        ("MERGE", "0"),                   # c: a new row, nothing crosses
+        ("MERGE", "0"), ("UPDATE", "2")]  # d: messages 1 and 2 back to BUFFERED
 
 
 def test_reason_kinds_are_the_same_in_python_and_in_spark_sql(spark):

@@ -27,9 +27,10 @@ def test_an_increment_merges_first_then_appends():
     assert all(w.keys for w in plan.writes[:5])
 
 
-def test_a_moved_as_of_reevaluates_messages_and_new_groups_and_deployments_are_written():
-    plan = plan_writes(EVERY, deployments=2, key_groups_changed=True, as_of_moved=True)
-    assert Write("messages", How.REEVALUATE) in plan.writes
+def test_a_moved_as_of_refreshes_statuses_and_new_groups_and_deployments_are_written():
+    plan = plan_writes(EVERY, deployments=2, key_groups_changed=True, as_of_moved=True, as_of_before=1000)
+    assert Write("messages", How.REFRESH, ("message_key",), as_of_before=1000) in plan.writes
+    assert Write("as_of", How.OVERWRITE) in plan.writes
     assert Write("key_groups", How.MERGE, ("tenant_id", "correlation_key")) in plan.writes
     assert Write("silver_deployments", How.OVERWRITE) in plan.writes
 
@@ -37,8 +38,8 @@ def test_a_moved_as_of_reevaluates_messages_and_new_groups_and_deployments_are_w
 def test_a_first_run_creates_every_table_it_restates():
     plan = plan_writes({name: -1 for name in TABLES}, key_groups_changed=False, as_of_moved=True)
     created = [w.table for w in plan.writes if w.how is How.CREATE]
-    assert created == [*(t for t in GOLD_TABLES if t != "messages"), "messages", "silver_messages", "key_groups",
-                       "outbox"]
+    assert created == [*(t for t in GOLD_TABLES if t != "messages"), "messages", "as_of", "silver_messages",
+                       "key_groups", "outbox"]
     assert Write("silver_deployments", How.OVERWRITE) in plan.writes
     assert plan.writes[-len(APPENDS) - 1:-1] == tuple(APPENDS)
 
@@ -54,4 +55,9 @@ def test_a_rebuild_replaces_silver_and_gold_and_appends_nothing():
     plan = plan_writes(EVERY, rebuild=True)
     assert {w.how for w in plan.writes} == {How.OVERWRITE}
     assert set(plan.tables) == {"silver_messages", "silver_workflow_events", "silver_deployments", "key_groups",
-                                *GOLD_TABLES}
+                                *GOLD_TABLES, "as_of"}
+
+
+def test_gold_as_of_is_written_only_when_it_moves():
+    assert "as_of" not in plan_writes(EVERY).tables
+    assert Write("messages", How.MERGE, ("message_key",)) in plan_writes(EVERY).writes

@@ -42,8 +42,10 @@ CORRELATION = struct(
 MESSAGE = struct(
     ("message_key", L), ("tenant_id", S), ("name", S), ("correlation_key", S), ("message_id", S),
     ("ttl_ms", L), ("published_at", T), ("deadline", T), ("status", S), ("duplicate_of", L),
-    ("correlation_count", I), ("variables", S), ("as_of", T),
+    ("correlation_count", I), ("variables", S),
 )
+# gold/as_of: one row, the instant gold/messages' statuses are at (contract revision 2)
+AS_OF = struct(("as_of", T), ("run_id", S))
 SUBSCRIPTION = struct(
     ("tenant_id", S), ("element_instance_key", S), ("message_name", S), ("bpmn_process_id", S),
     ("process_version", I), ("process_instance_key", S), ("element_id", S), ("element_type", S),

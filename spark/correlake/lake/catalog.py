@@ -16,9 +16,10 @@ from correlake.lake.journal import UNREADABLE_JOURNAL, journal_path, unfinished_
 from correlake.lake.preflight import require_folder
 from correlake.lake.tables import is_table
 
-# readable name -> logical table name of config.TABLES (and DELIVERY_TABLES)
-TABLE_NAMES = {(f"gold_{name}" if name in GOLD_TABLES else name): name for name in (*TABLES, *DELIVERY_TABLES)}
-REQUIRED = tuple(f"gold_{name}" for name in GOLD_TABLES)
+# readable name -> logical table name of config.TABLES (and DELIVERY_TABLES); gold's are gold_<name>
+TABLE_NAMES = {(f"gold_{name}" if TABLES.get(name, "").startswith("gold/") else name): name
+               for name in (*TABLES, *DELIVERY_TABLES)}
+REQUIRED = tuple(f"gold_{name}" for name in (*GOLD_TABLES, "as_of"))
 
 
 class MissingTables(RuntimeError):
@@ -61,7 +62,8 @@ def require_gold(lake: str | Path) -> None:
     require_folder(lake)
     missing = [name for name in REQUIRED if not is_table(table_path(lake, TABLE_NAMES[name]))]
     if missing:
-        raise MissingTables(f"{lake} has no {', '.join(missing)} (not a lake, or no run has committed yet)")
+        raise MissingTables(f"{lake} has no {', '.join(missing)} (not a lake, or no run has committed yet; "
+                            "a lake of contract revision 1 gets gold_as_of from its next run)")
 
 
 def unfinished_warning(lake: str | Path) -> str | None:

@@ -16,8 +16,8 @@ def load(name: str) -> str:
 
 def fill(name: str, **params) -> str:
     """`sql/<name>.sql` with its placeholders filled: `params`, and the rules of `sql/rules/`
-    as `{buffered[<instant>]}` (see `buffered`)."""
-    return load(name).format(buffered=_BufferedAt(), **params)
+    as `{buffered[<instant>]}` (see `buffered`; an instant named in `params` is its value)."""
+    return load(name).format(buffered=_BufferedAt(params), **params)
 
 
 def buffered(at: str, ttl_ms: str = "ttl_ms", deadline: str = "deadline") -> str:
@@ -27,10 +27,24 @@ def buffered(at: str, ttl_ms: str = "ttl_ms", deadline: str = "deadline") -> str
 
 
 class _BufferedAt:
-    """`{buffered[as_of]}` in a SQL file: `buffered("as_of")`."""
+    """`{buffered[as_of]}` in a SQL file: `buffered(params["as_of"])`, or `buffered("as_of")`
+    (a column) when `as_of` is not a parameter."""
+
+    def __init__(self, params: dict):
+        self.params = params
 
     def __getitem__(self, at: str) -> str:
-        return buffered(at)
+        return buffered(self.params.get(at, at))
+
+
+def instant(millis: int | None) -> str:
+    """An instant (epoch millis, None: unknown) as a Spark SQL TIMESTAMP literal expression."""
+    return "CAST(NULL AS TIMESTAMP)" if millis is None else f"timestamp_millis({int(millis)})"
+
+
+def message_status(as_of: int | None) -> str:
+    """A gold/messages row's status at `as_of`, epoch millis (`sql/message_status.sql`)."""
+    return fill("message_status", as_of=instant(as_of))
 
 
 def delta_table(path: str) -> str:

@@ -40,9 +40,11 @@ def append(df: DataFrame, lake: str, name: str, run_id: str) -> None:
     _writer(df, run_id).mode("append").save(table_path(lake, name))
 
 
-def overwrite(df: DataFrame, lake: str, name: str, run_id: str) -> None:
-    """Replace the table's content (same schema; a new version, history kept)."""
-    _writer(df, run_id).mode("overwrite").save(table_path(lake, name))
+def overwrite(df: DataFrame, lake: str, name: str, run_id: str, new_schema: bool = False) -> None:
+    """Replace the table's content (a new version, history kept), with the same schema
+    unless `new_schema`."""
+    _writer(df, run_id).option("overwriteSchema", str(new_schema).lower()).mode("overwrite").save(
+        table_path(lake, name))
 
 
 def create(df: DataFrame, lake: str, name: str, run_id: str) -> None:

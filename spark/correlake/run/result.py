@@ -34,8 +34,10 @@ class RunResult:
     timings: dict = field(default_factory=dict)
     nothing_new: bool = False  # no new landing file: at most a status refresh (as_of_before set)
     as_of_before: int | None = None  # nothing new: the as_of gold's statuses were at, when as_of moved
+    statuses_changed: int = 0  # nothing new, as_of moved: the gold/messages rows whose status crossed
     rebuild: bool = False
     rolled_back: str | None = None  # the unfinished run this one rolled back first
+    migrated: bool = False  # the lake was brought to contract revision 2 first (lake/as_of.migrate)
     started_at: int = field(default_factory=lambda: int(time.time() * 1000))  # epoch millis
 
     @property

@@ -15,8 +15,7 @@ from collections.abc import Callable
 from pyspark.sql import DataFrame, SparkSession
 
 from correlake.config import TABLES, default_max_quarantine_ratio, table_path
-from correlake.contract.schemas import GOLD
-from correlake.lake import meta, tables
+from correlake.lake import as_of as lake_as_of, meta, tables
 from correlake.lake.journal import journalled, rollback
 from correlake.lake.landing import new_files
 from correlake.lake.maintenance import only_maintained
@@ -27,7 +26,6 @@ from correlake.run.result import RunResult, new_run_id
 from correlake.run.stages import Stage
 from correlake.run.store import Plan, staged_run
 from correlake.session import row_projections
-from correlake.transforms.gold import messages_at
 
 
 class LakeMoved(RuntimeError):
@@ -57,16 +55,18 @@ class StagedRun:
         after re-evaluating the statuses if `as_of` moved (a dry run only says it would).
         The caller holds the lake's lock."""
         rolled_back = rollback(spark, lake_dir)
+        run_id = new_run_id()
+        migrated = not dry_run and lake_as_of.migrate(spark, lake_dir, f"{run_id}-migration")
         last = meta.last_event_time(spark, lake_dir)
         files = [] if rebuild else new_files(landing, meta.ingested(spark, lake_dir))
         if not files and not rebuild:
             result = _refresh_only(spark, lake_dir, last, as_of, dry_run)
-            result.rolled_back = rolled_back
+            result.rolled_back, result.migrated = rolled_back, migrated
             return result
-        run_id = new_run_id()
         ratio = default_max_quarantine_ratio() if max_quarantine_ratio is None else max_quarantine_ratio
         plan = Plan(run_id, files, {name: tables.version(table_path(lake_dir, name)) for name in TABLES}, ratio,
-                    last, RunResult(run_id, files=len(files), as_of=as_of, rebuild=rebuild, rolled_back=rolled_back))
+                    last, RunResult(run_id, files=len(files), as_of=as_of, rebuild=rebuild, rolled_back=rolled_back,
+                                    migrated=migrated))
         staged = cls(spark, lake_dir, plan, store_for(run_id))
         staged.store.save_plan(plan)
         return staged
@@ -117,16 +117,15 @@ class StagedRun:
         return self.result
 
     def _write_plan(self) -> writes.WritePlan:
-        """What the run writes, from what it found and the lake as it is (gold/messages'
-        as_of is read only when it can move)."""
+        """What the run writes, from what it found and the lake as it is."""
         versions, result = self.plan.versions, self.result
         if result.rebuild:
             return writes.plan_writes(versions, rebuild=True, outbox_events=result.outbox_events)
-        as_of_moved = versions["messages"] >= 0 and result.as_of is not None and result.as_of != meta.current_as_of(
-            tables.read(self.spark, self.lake_dir, "messages", GOLD["messages"]))
+        before = lake_as_of.value(self.history("as_of"))
         key_groups_changed = versions["key_groups"] < 0 or not self.frame("key_groups").isEmpty()
         return writes.plan_writes(versions, deployments=result.deployments, key_groups_changed=key_groups_changed,
-                                  as_of_moved=as_of_moved, outbox_events=result.outbox_events)
+                                  as_of_moved=result.as_of != before, as_of_before=before,
+                                  outbox_events=result.outbox_events)
 
     def _write(self) -> None:
         writes.apply(self._write_plan(), self)
@@ -142,18 +141,16 @@ def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult
     refresh is a run of no files, recorded in `_meta/runs`; a dry run changes nothing."""
     target = as_of if as_of is not None else last_event_time
     result = RunResult(None, nothing_new=True, as_of=target)
-    if target is None or not tables.is_table(table_path(lake_dir, "messages")):
-        return result
-    messages = tables.read(spark, lake_dir, "messages", GOLD["messages"])
-    current = meta.current_as_of(messages)
-    if current is None or target == current:
+    current = lake_as_of.current(spark, lake_dir)
+    if target is None or current is None or target == current:
         return result
     result.as_of_before = current
     if not dry_run:
         result.run_id = new_run_id()
         with journalled(spark, lake_dir, result.run_id):
             events = fallen_due(spark, lake_dir, result.run_id, target, current)
-            tables.overwrite(messages_at(messages, target), lake_dir, "messages", result.run_id)
+            result.statuses_changed = lake_as_of.refresh(spark, lake_dir, current, target)
+            tables.overwrite(lake_as_of.row(spark, target, result.run_id), lake_dir, "as_of", result.run_id)
             result.outbox_events = 0 if events is None else events.count()
             if result.outbox_events:
                 tables.append(events, lake_dir, "outbox", result.run_id)

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from correlake.config import GOLD_TABLES, STAGE_NAMES, STREAMS
 from correlake.contract.schemas import INGESTED_FILE, SCOPE, struct
-from correlake.lake import meta
+from correlake.lake import as_of
 from correlake.quality import gates
 from correlake.quality.gates import GateFailed
 from correlake.run.outbox import new_events
@@ -98,18 +98,15 @@ def _gold(run: StagedRun) -> None:
     tables = gold.gold_tables(engine_out, run.frame("silver_messages"), run.result.as_of)
     for name in GOLD_TABLES:
         run.store.put(name, tables[name])
+    run.store.put("as_of", as_of.row(run.spark, run.result.as_of, run.run_id), narrow=True)
     run.result.correlations = run.frame("correlations").count()
     _outbox(run)
 
 
 def _outbox(run: StagedRun) -> None:
     """The outbox events that make the outbox agree with gold after this run."""
-    def previous_as_of():
-        messages = run.history("messages")
-        return None if messages is None else meta.current_as_of(messages)
-
     events, run.result.outbox_backfilled = new_events(
-        run.spark, run.history, run.run_id, run.result.as_of, previous_as_of, run.frame("correlations"),
+        run.spark, run.history, run.run_id, run.result.as_of, lambda: as_of.value(run.history("as_of")), run.frame("correlations"),
         run.frame("touched_keys").select(*SCOPE), run.result.rebuild)
     run.result.outbox_events = run.store.put("outbox", events).count()
 

@@ -14,9 +14,13 @@ def _iso(millis) -> str:
     return datetime.fromtimestamp(millis / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 
+MIGRATED = ("correlake: migrated the lake to contract revision 2 first: its as_of moved from every "
+            "gold/messages row to the one-row table gold/as_of (no row lost)\n")
+
+
 def summary(result) -> str:
     rolled_back = f"correlake: rolled back the unfinished run {result.rolled_back} first\n" if result.rolled_back else ""
-    return rolled_back + _summary(result)
+    return rolled_back + (MIGRATED if result.migrated else "") + _summary(result)
 
 
 def _summary(result) -> str:
@@ -28,7 +32,8 @@ def _summary(result) -> str:
         if result.run_id is None:
             return f"correlake: nothing new to ingest; dry run: would re-evaluate the statuses of gold/messages ({move})"
         due = f"; {result.outbox_events} held-back outbox events fell due" if result.outbox_events else ""
-        return (f"correlake: nothing new to ingest; statuses of gold/messages re-evaluated ({move}){due}, "
+        return (f"correlake: nothing new to ingest; statuses of gold/messages re-evaluated ({move}): "
+                f"{result.statuses_changed} changed{due}, "
                 f"recorded as run {result.run_id}")
     lines = [
         f"correlake {'rebuild' if result.rebuild else 'run'} {result.run_id}",

@@ -8,11 +8,10 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from correlake.config import GOLD_TABLES, STREAMS, table_path
-from correlake.contract.schemas import GOLD, GOLD_KEYS, KEY_GROUPS, OUTBOX, SCOPE
-from correlake.lake import tables
+from correlake.contract.schemas import AS_OF, GOLD, GOLD_KEYS, KEY_GROUPS, OUTBOX, SCOPE
+from correlake.lake import as_of, tables
 from correlake.lake.restate import restate
 from correlake.session import run_concurrently
-from correlake.transforms.gold import messages_at
 from correlake.transforms.silver import SILVER_MESSAGE
 
 if TYPE_CHECKING:
@@ -24,7 +23,7 @@ class How(Enum):
     CREATE = "create"        # a table the lake does not have yet: the run's rows
     OVERWRITE = "overwrite"  # the run's rows replace the table's
     APPEND = "append"        # the run's new rows added
-    REEVALUATE = "reevaluate"  # gold/messages whole: the touched keys' rows replaced, every status at the new as_of
+    REFRESH = "refresh"      # gold/messages: MERGE, then the statuses that cross from the old as_of to the new
 
 
 @dataclass(frozen=True)
@@ -32,6 +31,7 @@ class Write:
     table: str
     how: How
     keys: tuple[str, ...] = ()  # a MERGE's: the columns that identify a row
+    as_of_before: int | None = None  # a REFRESH's: the as_of the table's statuses are at
 
 
 @dataclass(frozen=True)
@@ -44,18 +44,20 @@ class WritePlan:
 
 
 # What a rebuild replaces: every silver and gold table.
-REBUILT = ("silver_messages", "silver_workflow_events", "silver_deployments", "key_groups", *GOLD_TABLES)
+REBUILT = ("silver_messages", "silver_workflow_events", "silver_deployments", "key_groups", *GOLD_TABLES, "as_of")
 MERGE_KEYS = {**GOLD_KEYS, "silver_messages": ["message_key"], "key_groups": SCOPE}
 APPENDED = ("quarantine", "ingested_files", "silver_workflow_events", *(f"bronze_{s}" for s in STREAMS))
 
 
 def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: int = 0,
-                key_groups_changed: bool = True, as_of_moved: bool = False, outbox_events: int = 0) -> WritePlan:
+                key_groups_changed: bool = True, as_of_moved: bool = False, as_of_before: int | None = None,
+                outbox_events: int = 0) -> WritePlan:
     """The writes of a run over a lake whose tables are at `versions` (-1: none yet).
     A rebuild replaces silver and gold. Otherwise, the MERGEs first (they take longest):
-    gold/messages re-evaluated whole if `as_of_moved`; key groups only if they changed;
-    deployments replaced if the run brought some; the new records appended. Either way
-    the run's `outbox_events` are appended to the outbox (created if the lake has none)."""
+    if `as_of_moved` (from `as_of_before`), gold/as_of's row replaced and the statuses that
+    cross refreshed; key groups only if they changed; deployments replaced if the run
+    brought some; the new records appended. Either way the run's `outbox_events` are
+    appended to the outbox (created if the lake has none)."""
     if rebuild:
         return WritePlan(tuple(Write(name, How.OVERWRITE) for name in REBUILT) + _outbox(versions, outbox_events))
 
@@ -64,8 +66,11 @@ def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: in
                 else Write(name, How.MERGE, tuple(MERGE_KEYS[name])))
 
     writes = [restated(name) for name in GOLD_TABLES if name != "messages"]
-    writes.append(Write("messages", How.REEVALUATE) if as_of_moved and versions["messages"] >= 0
+    refresh = as_of_moved and as_of_before is not None and versions["messages"] >= 0
+    writes.append(Write("messages", How.REFRESH, tuple(MERGE_KEYS["messages"]), as_of_before) if refresh
                   else restated("messages"))
+    if versions["as_of"] < 0 or as_of_moved:
+        writes.append(Write("as_of", How.CREATE if versions["as_of"] < 0 else How.OVERWRITE))
     writes.append(restated("silver_messages"))
     if versions["key_groups"] < 0 or key_groups_changed:
         writes.append(restated("key_groups"))
@@ -84,7 +89,7 @@ def _outbox(versions: dict[str, int], events: int) -> tuple[Write, ...]:
 
 
 # of the tables a run restates or creates
-SCHEMAS = {**GOLD, "silver_messages": SILVER_MESSAGE, "key_groups": KEY_GROUPS, "outbox": OUTBOX}
+SCHEMAS = {**GOLD, "as_of": AS_OF, "silver_messages": SILVER_MESSAGE, "key_groups": KEY_GROUPS, "outbox": OUTBOX}
 
 
 def apply(plan: WritePlan, run: StagedRun) -> None:
@@ -102,9 +107,8 @@ def _write(run: StagedRun, write: Write, touched) -> None:
     rows = run.frame(name).select(*SCHEMAS[name].fieldNames())  # the table's columns
     if write.how is How.CREATE:
         tables.create(rows, lake, name, run_id)
-    elif write.how is How.REEVALUATE:
-        current = tables.read(spark, lake, name, GOLD[name])
-        tables.overwrite(messages_at(current, run.result.as_of, rows, touched), lake, name, run_id)
     else:  # key groups: the groups that changed; the other tables: the keys the run touched
         keys = run.frame(name).select(*SCOPE) if name == "key_groups" else touched
         restate(spark, table_path(lake, name), rows, keys, list(write.keys))
+        if write.how is How.REFRESH:
+            as_of.refresh(spark, lake, write.as_of_before, run.result.as_of)

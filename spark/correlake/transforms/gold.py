@@ -7,11 +7,10 @@ from pyspark.sql import functions as F
 
 from correlake.semantics import order
 from correlake.semantics.engine import correlate_partition
-from correlake.transforms.hints import broadcast_if_small
-from correlake.contract.schemas import ENGINE_OUT, GOLD, SCOPE, as_timestamps
+from correlake.contract.schemas import ENGINE_OUT, GOLD, as_timestamps
 from correlake.transforms.sequential import sequential_pass
 from correlake.transforms.silver import millis, pair_key
-from correlake.lake.sqlfiles import fill
+from correlake.lake.sqlfiles import message_status
 
 ENGINE_COLUMNS = ["_part", "kind", *order.SORT_COLUMNS, "tenant_id", "name", "correlation_key", "ttl_ms", "accepted",
                   "variables", "bpmn_process_id", "process_version", "process_instance_key", "element_instance_key",
@@ -78,7 +77,8 @@ def gold_tables(engine_out: DataFrame, silver_messages: DataFrame, as_of_millis:
     counts = correlations.groupBy("message_key").agg(F.count("*").cast("int").alias("correlation_count"))
     messages = (silver_messages.join(counts, "message_key", "left")
                 .withColumn("correlation_count", F.coalesce("correlation_count", F.lit(0))))
-    messages = at_as_of(messages, as_of_millis).select(*GOLD["messages"].fieldNames())
+    status = F.expr(message_status(as_of_millis))  # rule 23
+    messages = messages.withColumn("status", status).select(*GOLD["messages"].fieldNames())
     return {
         "correlations": correlations,
         "messages": messages,
@@ -86,18 +86,3 @@ def gold_tables(engine_out: DataFrame, silver_messages: DataFrame, as_of_millis:
         "message_started_instances": table("instance", "message_started_instances"),
     }
 
-
-def at_as_of(messages: DataFrame, as_of_millis: int | None) -> DataFrame:
-    """Gold messages with `as_of` and their status at that time (semantics rule 23)."""
-    return (messages.withColumn("as_of", F.timestamp_millis(F.lit(as_of_millis)))
-            .withColumn("status", F.expr(fill("message_status"))))
-
-
-def messages_at(messages: DataFrame, as_of_millis: int, rows: DataFrame | None = None,
-                scope: DataFrame | None = None) -> DataFrame:
-    """gold/messages (`messages`) with every status evaluated again at `as_of`, the `scope`
-    keys' rows replaced by `rows`. A new `as_of` changes every row: writing this frame once
-    does what a MERGE and an UPDATE of every row would, in about half the time."""
-    if rows is not None:
-        messages = messages.join(broadcast_if_small(scope)(scope), SCOPE, "left_anti").unionByName(rows)
-    return at_as_of(messages, as_of_millis)

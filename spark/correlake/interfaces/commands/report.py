@@ -42,7 +42,7 @@ QUERIES = {
         UNION ALL SELECT 'instances', if(ended_at IS NULL, 'active', 'ended'), count(*)
                   FROM gold_message_started_instances GROUP BY 2
         UNION ALL SELECT 'quarantined', 'records', count(*) FROM quarantine
-        UNION ALL SELECT 'as_of', coalesce(date_format(max(as_of), {TIME}), '-'), 0 FROM gold_messages""",
+        UNION ALL SELECT 'as_of', coalesce(date_format(max(as_of), {TIME}), '-'), 0 FROM gold_as_of""",
     "hourly": f"""
         WITH h AS (SELECT hour, sum(published) AS published, sum(correlations) AS correlations,
                           sum(expired_unmatched) AS expired FROM hourly_activity GROUP BY hour)

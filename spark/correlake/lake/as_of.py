@@ -1,0 +1,53 @@
+"""`gold/as_of`: the one instant at which gold/messages' statuses are evaluated (semantics
+rule 23, contract revision 2), how a run moves it, and the migration of lakes that kept it
+on every gold/messages row (revision 1)."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from correlake.config import table_path
+from correlake.contract.schemas import AS_OF, as_timestamps, with_millis
+from correlake.lake import tables
+from correlake.lake.journal import journalled
+from correlake.lake.sqlfiles import delta_table, fill, instant, message_status
+
+
+def row(spark: SparkSession, as_of: int | None, run_id: str) -> DataFrame:
+    """gold/as_of's one row: `as_of` (epoch millis; None while the lake has no record), set by `run_id`."""
+    return as_timestamps(spark.createDataFrame([(as_of, run_id)], with_millis(AS_OF)), AS_OF)
+
+
+def value(frame: DataFrame | None) -> int | None:
+    """The as_of of a gold/as_of frame (epoch millis), None if there is none."""
+    return None if frame is None else frame.agg(F.max(F.unix_millis("as_of"))).first()[0]
+
+
+def current(spark: SparkSession, lake: str) -> int | None:
+    """The lake's as_of now, None if it has none yet."""
+    path = table_path(lake, "as_of")
+    return value(spark.read.format("delta").load(path)) if tables.is_table(path) else None
+
+
+def refresh(spark: SparkSession, lake: str, before: int, after: int) -> int:
+    """Move gold/messages' statuses from `before` to `after`: an UPDATE of the rows whose status
+    crosses (`sql/refresh_statuses.sql`), not a rewrite of the table. Returns how many crossed."""
+    return spark.sql(fill("refresh_statuses", target=delta_table(table_path(lake, "messages")),
+                          before=instant(before), after=instant(after), status=message_status(after))).first()[0]
+
+
+def migrate(spark: SparkSession, lake: str, run_id: str) -> bool:
+    """A lake of contract revision 1 (an `as_of` column on gold/messages) brought to revision 2:
+    its as_of recorded in gold/as_of and the column dropped, in one journalled step (one
+    rewrite of gold/messages, once). False if the lake needed nothing."""
+    path = table_path(lake, "messages")
+    if not tables.is_table(path):
+        return False
+    messages = spark.read.format("delta").load(path)
+    if "as_of" not in messages.columns:
+        return False
+    with journalled(spark, lake, run_id):
+        tables.overwrite(row(spark, value(messages), run_id), lake, "as_of", run_id)
+        tables.overwrite(messages.drop("as_of"), lake, "messages", run_id, new_schema=True)
+    return True
