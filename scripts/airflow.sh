@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# One command, a local Airflow: the project's set-up, the demo landing, and
-# `airflow standalone` (scheduler, DAG processor, triggerer, API server with the UI)
-# on SQLite in .local/airflow, with this project's dags/, and a long-lived Spark driver
-# (`correlake serve`) that the tasks run their stages on. Ctrl-C, or SIGTERM to this
-# script, stops them all.
+# One command, a local Airflow: the project's set-up, the demo landing, and Airflow's
+# components as `airflow standalone` would start them (scheduler, DAG processor, triggerer,
+# API server with the UI) on SQLite in .local/airflow, with this project's dags/, and a
+# long-lived Spark driver (`correlake serve`) that the tasks run their stages on. All of
+# them listen on 127.0.0.1 only. Ctrl-C, or SIGTERM to this script, stops them all.
 #
 #   CORRELAKE_DRIVER                       the driver's socket (default .local/driver.sock);
 #                                          "none": each task starts its own Spark instead
 #   AIRFLOW_PORT                           UI / REST API port (default 8080)
+#   AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT  the log server's port (default 8793)
 #   AIRFLOW__DATABASE__SQL_ALCHEMY_CONN    another metadata database, e.g.
 #                                          postgresql+psycopg2://user:pw@localhost/airflow
 set -euo pipefail
@@ -16,7 +17,7 @@ cd "$root"
 bash scripts/setup.sh
 
 port="${AIRFLOW_PORT:-8080}"
-export PATH="$root/.venv/bin:$PATH"  # standalone starts its components as `airflow ...`
+export PATH="$root/.venv/bin:$PATH"
 export AIRFLOW_HOME="${AIRFLOW_HOME:-$root/.local/airflow}"
 export AIRFLOW__CORE__DAGS_FOLDER="$root/dags"
 export AIRFLOW__CORE__LOAD_EXAMPLES=False
@@ -27,12 +28,21 @@ export AIRFLOW__API__BASE_URL="http://localhost:$port"
 export AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT="${AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT:-60}"  # busy machine, SQLite
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS="admin:admin"
 export AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE="$AIRFLOW_HOME/passwords.json"
+export AIRFLOW__CORE__EXECUTOR=LocalExecutor  # every component on this host, as under `airflow standalone`
+# The log servers of the scheduler and the triggerer listen on every interface (Airflow 3.3 has no
+# setting for their address): they are not started, and one on 127.0.0.1 serves both kinds of logs
+# (correlake.interfaces.airflow_log_server), at the address the components record as their hostname.
+export AIRFLOW__CORE__HOSTNAME_CALLABLE=correlake.interfaces.airflow_log_server.hostname
+export AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT="${AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT:-8793}"
+export AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT="$AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT"
 # AIRFLOW_HOME made private (0700), the admin's password generated once and shown once, the demo landing
 login="$(python -m correlake.interfaces.airflow_local)"
+airflow db migrate >"$AIRFLOW_HOME/db-migrate.log" 2>&1 || { cat "$AIRFLOW_HOME/db-migrate.log" >&2; exit 1; }
 
 cat <<EOF
 correlake: local Airflow starting (AIRFLOW_HOME=$AIRFLOW_HOME)
   UI and REST API  http://localhost:$port   (ready after ~30 s)
+  task logs        served on 127.0.0.1:$AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT, in $AIRFLOW_HOME/logs
   log in as        $login
   DAG              correlake_hourly   landing ${AIRFLOW_VAR_CORRELAKE_LANDING:-.local/demo/landing}, lake ${AIRFLOW_VAR_CORRELAKE_LAKE:-.local/airflow/lake}
                    (Airflow Variables correlake_landing / correlake_lake to change them, within
@@ -71,8 +81,20 @@ else
   echo "                   restarted if it stops; restart make airflow after changing code or expectations/)"
 fi
 echo "  stop             Ctrl-C, or kill -TERM $$"
-airflow standalone &
-standalone=$!
+component() {  # component NAME COMMAND...: COMMAND, each line of its output prefixed by NAME; the
+  local name=$1; shift  # prefixer ignores SIGTERM, so the component's last lines still show
+  "$@" 2>&1 | (trap '' TERM; exec sed -u "s/^/$(printf '%-13s' "$name")| /")
+}
+(  # Airflow: one process group, stopped as a whole with SIGTERM
+  set +m
+  component scheduler airflow scheduler --skip-serve-logs &
+  component dag-processor airflow dag-processor &
+  component triggerer airflow triggerer --skip-serve-logs &
+  component api-server airflow api-server &
+  component log-server python -m correlake.interfaces.airflow_log_server &
+  wait
+) &
+airflow_group=$!
 
 stop_group() {  # stop_group SIGNAL TARGET GROUP: SIGNAL to TARGET; what is left of GROUP after 30 s is killed
   kill -"$1" -- "$2" 2>/dev/null || true
@@ -82,10 +104,9 @@ stop_group() {  # stop_group SIGNAL TARGET GROUP: SIGNAL to TARGET; what is left
 
 stop() {
   trap - INT TERM EXIT
-  # Airflow stops its components on SIGINT (on SIGTERM it would leave them running)
-  stop_group INT -"$standalone" "$standalone"
+  stop_group TERM -"$airflow_group" "$airflow_group"
   if [ -n "$driver" ]; then stop_group TERM "$driver" "$driver"; fi  # its supervisor: the driver alone, JVM kept
 }
 trap 'stop; exit 0' INT TERM
 trap stop EXIT
-wait "$standalone"
+wait "$airflow_group"

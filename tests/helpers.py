@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import os
 import re
@@ -130,6 +131,22 @@ def assert_gold_equals(got: dict, want: dict) -> None:
             raise AssertionError(f"gold/{table} differs from the reference model for tenants {tenants[:5]}:\n"
                                  f"  only in gold: {sorted(set(g) - set(w), key=repr)[:4]}\n"
                                  f"  only in model: {sorted(set(w) - set(g), key=repr)[:4]}")
+
+
+def listening_addresses(pid: int) -> list:
+    """The addresses process `pid` listens on (its LISTEN TCP sockets, IPv4 and IPv6; an
+    IPv4-mapped IPv6 address as its IPv4 one), read from /proc."""
+    links = (os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd"))
+    sockets = {link[len("socket:["):-1] for link in links if link.startswith("socket:[")}
+    listening = []
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):  # every socket of the network namespace
+        for line in Path(table).read_text().splitlines()[1:]:
+            local, state, inode = (line.split()[i] for i in (1, 3, 9))
+            if state == "0A" and inode in sockets:  # LISTEN, of this process
+                address = bytes.fromhex(local.partition(":")[0])  # 32-bit words, each little-endian
+                ip = ipaddress.ip_address(b"".join(address[i:i + 4][::-1] for i in range(0, len(address), 4)))
+                listening.append(getattr(ip, "ipv4_mapped", None) or ip)
+    return listening
 
 
 def free_port() -> int:

@@ -1,6 +1,8 @@
 """The real Airflow API server on a free port: the DAG is listed, runs are triggered
 with validated params through the REST API v2, and the UI shows a successful run
-(scripts/airflow_screenshot.py in headless Chromium)."""
+(scripts/airflow_screenshot.py in headless Chromium). The log server `make airflow` starts
+in place of Airflow's (correlake.interfaces.airflow_log_server) listens on loopback alone
+and serves the API server's signed requests for a task's and a trigger's log."""
 
 from __future__ import annotations
 
@@ -9,13 +11,16 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import requests
 
 from conftest import AIRFLOW_BIN, AIRFLOW_PASSWORD
-from helpers import free_port
+from helpers import free_port, listening_addresses
 from test_airflow_dag import TASKS
+
+from correlake.interfaces import airflow_log_server
 
 ROOT = Path(__file__).resolve().parents[2]
 DAG = "correlake_hourly"
@@ -89,3 +94,43 @@ def test_the_ui_shows_the_successful_run_with_every_task(api_server, airflow_run
                           capture_output=True, text=True, timeout=300)
     assert shot.returncode == 0, shot.stdout + shot.stderr
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000
+
+
+def test_the_log_server_listens_on_loopback_only_and_serves_the_api_servers_requests(airflow_home, monkeypatch):
+    """As under `make airflow`: one port for the workers' and the triggerer's logs, and the
+    components' hostname that of the log server. The URLs and signed requests are Airflow's own
+    (its FileTaskHandler, as the API server asks for a running or deferred task's log)."""
+    from airflow.utils.log.file_task_handler import FileTaskHandler, LogType, _fetch_logs_from_service
+
+    port = free_port()
+    for key in ("WORKER_LOG_SERVER_PORT", "TRIGGER_LOG_SERVER_PORT"):
+        monkeypatch.setenv(f"AIRFLOW__LOGGING__{key}", str(port))
+    task_log = Path("dag_id=probe/run_id=manual/task_id=t/attempt=1.log")
+    trigger_log = Path(FileTaskHandler.add_triggerer_suffix(str(task_log), job_id=7))
+    for path, text in ((task_log, "the task's line\n"), (trigger_log, "the trigger's line\n")):
+        (airflow_home / "logs" / path).parent.mkdir(parents=True, exist_ok=True)
+        (airflow_home / "logs" / path).write_text(text)
+
+    server = subprocess.Popen([sys.executable, "-m", "correlake.interfaces.airflow_log_server"],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not listening_addresses(server.pid):
+            assert server.poll() is None, server.communicate()[0]
+            assert time.monotonic() < deadline, "the log server does not listen after 60 s"
+            time.sleep(0.2)
+        listening = listening_addresses(server.pid)
+        assert [str(ip) for ip in listening] == [airflow_log_server.LOOPBACK], listening
+
+        host = airflow_log_server.hostname()
+        ti = SimpleNamespace(hostname=host, triggerer_job=SimpleNamespace(hostname=host, id=7))
+        handler = FileTaskHandler(base_log_folder=str(airflow_home / "logs"))
+        for log_type, text in ((LogType.WORKER, "the task's line\n"), (LogType.TRIGGER, "the trigger's line\n")):
+            url, relative = handler._get_log_retrieval_url(ti, str(task_log), log_type=log_type)
+            assert url.startswith(f"http://127.0.0.1:{port}/log/")
+            response = _fetch_logs_from_service(url, relative)
+            assert (response.status_code, response.text) == (200, text)
+            assert requests.get(url, timeout=10).status_code == 403  # unsigned: refused
+    finally:
+        server.terminate()
+        server.wait(30)

@@ -3,15 +3,15 @@ with no web UI), row projections evaluated in small runs, the in-memory store of
 frames, writes run a few at a time that stop at the first failure or interrupt, and an
 interrupt that cancels the job the main thread waits for."""
 
-import ipaddress
 import os
 import signal
 import threading
 import time
-from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
+
+from helpers import listening_addresses
 
 from correlake.config import INTERPRETED_MAX_BYTES, ConfigError, validate
 from correlake.lake.landing import LandingFile
@@ -35,17 +35,7 @@ def test_the_jvm_writes_its_stdout_to_stderr(spark):
 def test_the_driver_listens_on_loopback_only_and_has_no_web_ui(spark):
     """Spark's driver (its RPC endpoint, block manager) and py4j listen on loopback alone:
     nothing of the JVM is reachable from the network, unless configured for a cluster."""
-    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
-    links = (os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd"))
-    sockets = {link[len("socket:["):-1] for link in links if link.startswith("socket:[")}
-    listening = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):  # every socket of the network namespace
-        for line in Path(table).read_text().splitlines()[1:]:
-            local, state, inode = (line.split()[i] for i in (1, 3, 9))
-            if state == "0A" and inode in sockets:  # LISTEN, of this JVM
-                address = bytes.fromhex(local.partition(":")[0])  # 32-bit words, each little-endian
-                ip = ipaddress.ip_address(b"".join(address[i:i + 4][::-1] for i in range(0, len(address), 4)))
-                listening.append(getattr(ip, "ipv4_mapped", None) or ip)
+    listening = listening_addresses(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     assert listening and all(ip.is_loopback for ip in listening), listening
     assert spark.sparkContext.uiWebUrl is None
 
