@@ -58,6 +58,12 @@ def test_a_rebuild_replaces_silver_and_gold_and_appends_nothing():
                                 *GOLD_TABLES, "as_of"}
 
 
+def test_a_table_the_run_appends_nothing_to_is_not_written():
+    plan = plan_writes(EVERY, appended_rows={"quarantine": 0, "bronze_messages": 3, "bronze_workflow_events": 0,
+                                             "silver_workflow_events": 0})
+    assert [w.table for w in plan.writes if w.how is How.APPEND] == ["ingested_files", "bronze_messages"]
+
+
 def test_gold_as_of_is_written_only_when_it_moves():
     assert "as_of" not in plan_writes(EVERY).tables
     assert Write("messages", How.MERGE, ("message_key",)) in plan_writes(EVERY).writes

@@ -8,6 +8,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
+from correlake.config import STREAMS
 from correlake.contract.reasons import reason_kind
 from correlake.text import escape
 
@@ -22,6 +23,7 @@ class RunResult:
     replays: int = 0
     new_messages: int = 0
     new_workflow_events: int = 0
+    accepted: dict = field(default_factory=dict)  # stream -> its lines that went to bronze (replays included)
     touched_groups: int = 0
     correlations: int = 0
     outbox_events: int = 0  # the events the run adds to delivery/outbox
@@ -67,7 +69,9 @@ class RunResult:
                 self.quarantined[kind] = self.quarantined.get(kind, 0) + r["n"]
                 here = (r["_source_file"], r["first_line"])
                 first[kind] = min(first.get(kind, here), here)
-            elif r["_is_replay"]:
+                continue
+            self.accepted[r["stream"]] = self.accepted.get(r["stream"], 0) + r["n"]
+            if r["_is_replay"]:
                 self.replays += r["n"]
             elif r["stream"] == "messages":
                 self.new_messages += r["n"]
@@ -81,6 +85,11 @@ class RunResult:
             times.append(last_event_time)
         self.max_event_time = max(times, default=None)
         self.as_of = self.as_of if self.as_of is not None else self.max_event_time
+
+    def appended_rows(self) -> dict[str, int]:
+        """The rows the run appends to each appended table but `ingested_files` (0: no write)."""
+        return {"quarantine": self.quarantined_total, "silver_workflow_events": self.new_workflow_events,
+                **{f"bronze_{stream}": self.accepted.get(stream, 0) for stream in STREAMS}}
 
     def quarantine_excess(self, limit: float) -> str | None:
         """Why the run quarantined too much (more than `limit` of the records read), or None."""

@@ -125,7 +125,7 @@ class StagedRun:
         key_groups_changed = versions["key_groups"] < 0 or not self.frame("key_groups").isEmpty()
         return writes.plan_writes(versions, deployments=result.deployments, key_groups_changed=key_groups_changed,
                                   as_of_moved=result.as_of != before, as_of_before=before,
-                                  outbox_events=result.outbox_events)
+                                  outbox_events=result.outbox_events, appended_rows=result.appended_rows())
 
     def _write(self) -> None:
         writes.apply(self._write_plan(), self)

@@ -51,13 +51,14 @@ APPENDED = ("quarantine", "ingested_files", "silver_workflow_events", *(f"bronze
 
 def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: int = 0,
                 key_groups_changed: bool = True, as_of_moved: bool = False, as_of_before: int | None = None,
-                outbox_events: int = 0) -> WritePlan:
+                outbox_events: int = 0, appended_rows: dict[str, int] | None = None) -> WritePlan:
     """The writes of a run over a lake whose tables are at `versions` (-1: none yet).
     A rebuild replaces silver and gold. Otherwise, the MERGEs first (they take longest):
     if `as_of_moved` (from `as_of_before`), gold/as_of's row replaced and the statuses that
     cross refreshed; key groups only if they changed; deployments replaced if the run
-    brought some; the new records appended. Either way the run's `outbox_events` are
-    appended to the outbox (created if the lake has none)."""
+    brought some; the new records appended (not to a table `appended_rows` gives none:
+    no empty commit). Either way the run's `outbox_events` are appended to the outbox
+    (created if the lake has none)."""
     if rebuild:
         return WritePlan(tuple(Write(name, How.OVERWRITE) for name in REBUILT) + _outbox(versions, outbox_events))
 
@@ -76,7 +77,7 @@ def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: in
         writes.append(restated("key_groups"))
     if deployments or versions["silver_deployments"] < 0:  # a lake has every table
         writes.append(Write("silver_deployments", How.OVERWRITE))
-    writes += [Write(name, How.APPEND) for name in APPENDED]
+    writes += [Write(name, How.APPEND) for name in APPENDED if (appended_rows or {}).get(name, 1)]
     return WritePlan(tuple(writes) + _outbox(versions, outbox_events))
 
 
