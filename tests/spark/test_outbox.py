@@ -1,6 +1,7 @@
 """The outbox's events (`transforms/outbox.py`) on small hand-built frames: a key's first
 correlation, a rerun that changes nothing, a changed, a removed and a returning
-correlation, held-back ones, the payload's shape and the partition's Spark twin."""
+correlation, held-back ones, the payload's shape and the partition's Spark twin; and a
+delivery delay end to end, through two runs."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from pyspark.sql import functions as F
 
+from correlake.config import table_path
 from correlake.contract.schemas import CORRELATION, OUTBOX
 from correlake.delivery.events import partition_of
+from correlake.interfaces import cli
 from correlake.run.outbox import new_events
 from correlake.transforms.outbox import due_keys, outbox_events, partition
+from helpers import versions, write_landing
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, 250_000, tzinfo=timezone.utc)
 PARTITIONS = 8
@@ -127,3 +131,31 @@ def test_a_run_also_emits_what_fell_due_and_a_lake_without_outbox_gets_every_cor
                                                                  False)
     monkeypatch.setenv("CORRELAKE_DELIVERY_DELAY", "0")
     assert emitted({"correlations": gold}) == ([(k, "CORRELATED", 1) for k in ("k1", "k2", "k3", "k4")], True)
+
+
+def test_a_delay_holds_a_correlation_back_until_a_run_whose_as_of_is_late_enough(spark, tmp_path, monkeypatch,
+                                                                                 capsys):
+    """End to end: with CORRELAKE_DELIVERY_DELAY, a run puts no event for a correlation younger
+    than as_of − delay; a later status refresh (nothing new, as_of moved) emits it; the same
+    command again changes nothing."""
+    monkeypatch.setenv("CORRELAKE_DELIVERY_DELAY", "60")
+    messages = [{"position": 1, "name": "m", "correlation_key": "k", "published_at": "2026-01-01T00:00:00Z",
+                 "ttl_ms": 3_600_000}]
+    opened = [{"position": 2, "type": "SUBSCRIPTION_OPENED", "timestamp": "2026-01-01T00:00:01Z",
+               "bpmn_process_id": "p", "process_version": 1, "process_instance_key": "i", "element_instance_key": "e",
+               "element_id": "x", "element_type": "RECEIVE_TASK", "message_name": "m", "correlation_key": "k"}]
+    lake = str(tmp_path / "lake")
+    run = ["run", "--landing", str(write_landing(tmp_path / "landing", messages, opened)), "--lake", lake]
+
+    def outbox() -> list[tuple]:
+        return [tuple(r) for r in spark.read.format("delta").load(table_path(lake, "outbox"))
+                .select("kind", "message_key", "sequence").collect()]
+
+    assert cli.main(run) == 0 and outbox() == []  # correlated at as_of itself: 60 s too young
+    capsys.readouterr()
+    later = [*run, "--as-of", "2026-01-01T00:02:00Z"]
+    assert cli.main(later) == 0
+    assert "1 held-back outbox events fell due" in capsys.readouterr().out
+    assert outbox() == [("CORRELATED", 1, 1)]
+    before = versions(lake)
+    assert cli.main(later) == 0 and versions(lake) == before
