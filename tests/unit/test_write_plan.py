@@ -1,9 +1,13 @@
-"""What a run writes (`run/writes.py`), decided without Spark, and the stage table."""
+"""What a run writes (`run/writes.py`), decided without Spark; the stage table; a staged plan."""
 
 from __future__ import annotations
 
+import pytest
+
 from correlake.config import GOLD_TABLES, STAGE_NAMES, TABLES
+from correlake.run.result import RunResult
 from correlake.run.stages import STAGES
+from correlake.run.store import Plan
 from correlake.run.writes import How, Write, plan_writes
 
 EVERY = {name: 3 for name in TABLES}
@@ -67,3 +71,11 @@ def test_a_table_the_run_appends_nothing_to_is_not_written():
 def test_gold_as_of_is_written_only_when_it_moves():
     assert "as_of" not in plan_writes(EVERY).tables
     assert Write("messages", How.MERGE, ("message_key",)) in plan_writes(EVERY).writes
+
+
+def test_a_plan_staged_by_a_version_with_other_tables_is_refused_not_half_published():
+    plan = Plan("r1", [], dict(EVERY), 0.01, None, RunResult("r1"))
+    assert Plan.from_json(plan.to_json()) == plan
+    older = Plan("r1", [], {name: v for name, v in EVERY.items() if name != "as_of"}, 0.01, None, RunResult("r1"))
+    with pytest.raises(ValueError, match="staged by another version of correlake"):
+        Plan.from_json(older.to_json())

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from correlake.config import INTERPRETED_MAX_BYTES, STAGED_RUN_MAX_AGE_SECONDS, lake_state_dir
+from correlake.config import INTERPRETED_MAX_BYTES, STAGED_RUN_MAX_AGE_SECONDS, TABLES, lake_state_dir
 from correlake.lake.files import write_atomic
 from correlake.lake.landing import LandingFile
 from correlake.run.result import RunResult
@@ -38,7 +38,12 @@ class Plan:
 
     @classmethod
     def from_json(cls, text: str) -> Plan:
+        """The plan saved by `to_json`; ValueError for one staged by a version of correlake
+        whose lake had other tables (its run cannot be published: a new run starts over)."""
         raw = json.loads(text)
+        if set(raw["versions"]) != set(TABLES):
+            raise ValueError(f"run {raw['run_id']} was staged by another version of correlake (lake tables "
+                             f"{sorted(raw['versions'])}); it cannot be published: start a new run")
         return cls(raw["run_id"], [LandingFile(**f) for f in raw["files"]], raw["versions"],
                    raw["max_quarantine_ratio"], raw["last_event_time"], RunResult(**raw["result"]))
 
