@@ -37,8 +37,8 @@ def test_bronze_gate_fails_on_duplicate_positions_and_bad_enums(spark, tmp_path)
     with pytest.raises(gates.GateFailed) as exc:
         gates.check("bronze", gates.bronze_frames(msgs, events), str(tmp_path))
     report = exc.value.report
-    assert "expect_compound_columns_to_be_unique" in report
-    assert "expect_column_values_to_be_in_set" in report and "TASK" in report
+    assert "repeated_position: 1 unexpected, rows repeating another's (stream, position)" in report
+    assert "unknown_element_type: 1 unexpected, rows where element_type NOT IN" in report and "TASK" in report
     assert "Data Docs: " in report and str(tmp_path) in report
 
 

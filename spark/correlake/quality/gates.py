@@ -1,8 +1,9 @@
 """Data-quality gates between the stages, with the Great Expectations suites of `expectations/`.
 
-Each gate builds small, derived frames in Spark (the columns an expectation needs,
-cross-table conditions as boolean columns) and validates them with GX's pandas
-engine. Results are kept in `<lake>/_quality/validation_results`, each with its page in
+Each gate builds derived frames in Spark (the columns a condition reads, cross-table
+conditions as boolean columns); one Spark query counts the rows that break each
+condition of its suites (`metrics.py`), and GX validates that one-row frame of counts.
+Results are kept in `<lake>/_quality/validation_results`, each with its page in
 the Data Docs site `<lake>/_quality/data_docs`, whose index lists the latest ones;
 `correlake maintain` removes those past its retention.
 A failing gate raises `GateFailed`; gates run before any write, so the run is discarded.
@@ -19,11 +20,11 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.types import TimestampType
 
-from correlake.config import DATA_DOCS_INDEX_VALIDATIONS, data_docs_dir, expectations_dir, validation_results_dir
+from correlake.config import DATA_DOCS_INDEX_VALIDATIONS, data_docs_dir, validation_results_dir
 from correlake.lake.files import flocked
 from correlake.lake.sqlfiles import buffered
+from correlake.quality import metrics
 from correlake.semantics.start_events import start_instance_key_sql
 
 
@@ -168,15 +169,6 @@ def _started_instances_frame(i: DataFrame) -> DataFrame:
     return i.select("tenant_id", "process_instance_key", "started_at", "ended_at", lock_ok.alias("lock_ok"))
 
 
-def _to_pandas(df: DataFrame):
-    """`df` as a pandas frame, TIMESTAMP columns as ISO-8601 text (UTC, to the millisecond):
-    pandas holds times only within 1677-2262, the lake from year 1 to 9999; fixed-width text
-    orders as the times do, and reads as well in a failure's examples."""
-    iso = "yyyy-MM-dd'T'HH:mm:ss.SSS'Z'"  # the session's time zone is UTC
-    return df.select(*(F.date_format(f.name, iso).alias(f.name) if isinstance(f.dataType, TimestampType)
-                       else F.col(f.name) for f in df.schema.fields)).toPandas()
-
-
 def _all(conditions):
     """The conjunction of some column conditions."""
     return reduce(lambda a, b: a & b, conditions)
@@ -193,12 +185,18 @@ def _gx():
 
 
 def load_suite(name: str):
-    """A suite from `expectations/<name>.json`; an unknown expectation type is an error."""
+    """A suite from `expectations/<name>.json`, each expectation described by its condition
+    (Data Docs show that); an unknown expectation type is an error."""
     gx = _gx()
     from great_expectations.expectations.expectation_configuration import ExpectationConfiguration
 
-    spec = json.loads((expectations_dir() / f"{name}.json").read_text())
-    expectations = [ExpectationConfiguration(**{k: v for k, v in e.items() if k != "id"}).to_domain_obj()
+    def description(kwargs: dict) -> str:
+        c = metrics.conditions(name)[kwargs["column"]]
+        return f"{c.metric}: at most {kwargs['max_value']} {c.describe()}" + (f" (rule {c.rule})" if c.rule else "")
+
+    spec = metrics.suite_spec(name)
+    expectations = [ExpectationConfiguration(**{k: v for k, v in e.items() if k != "id"},
+                                             description=description(e["kwargs"])).to_domain_obj()
                     for e in spec["expectations"]]
     return gx.ExpectationSuite(name=spec["name"], expectations=expectations, meta=spec.get("meta"))
 
@@ -224,12 +222,12 @@ def _context(lake: str):
         "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(data_docs_dir(lake))},
     })
     source = context.data_sources.add_pandas("frames")
-    for name, keys in FRAME_KEYS.items():
+    for name in FRAME_KEYS:
         definition = context.validation_definitions.add(gx.ValidationDefinition(
             name=name, data=source.add_dataframe_asset(name).add_batch_definition_whole_dataframe("whole"),
             suite=context.suites.add(load_suite(name))))
-        context.checkpoints.add(gx.Checkpoint(name=name, validation_definitions=[definition], result_format={
-            "result_format": "SUMMARY", "unexpected_index_column_names": keys}))
+        context.checkpoints.add(gx.Checkpoint(name=name, validation_definitions=[definition],
+                                              result_format="SUMMARY"))
     context.build_data_docs(site_names=["correlake"], build_index=False, resource_identifiers=_suite_pages())
     return context
 
@@ -240,24 +238,15 @@ def _suite_pages() -> list:
     return [ExpectationSuiteIdentifier(name=name) for name in FRAME_KEYS]
 
 
-def validate(name: str, frame, lake: str) -> tuple[bool, list[dict], object]:
-    """Validate a pandas frame against suite `name`: (success, failures, result's identifier)."""
+def validate(name: str, frame, lake: str) -> tuple[bool, dict[str, object], object]:
+    """Validate a pandas frame of metrics against suite `name`: (success, the failed metrics
+    with their observed values, result's identifier)."""
     context = _context(lake)
     result = context.checkpoints.get(name).run(batch_parameters={"dataframe": frame})
     (identifier, validation), = result.run_results.items()
-    failures = []
-    for r in validation.results:
-        if not r.success:
-            info = r.result or {}
-            failures.append({
-                "expectation": r.expectation_config.type,
-                "kwargs": {k: v for k, v in r.expectation_config.kwargs.items() if k != "batch_id"},
-                "unexpected_count": info.get("unexpected_count"),
-                "examples": (info.get("partial_unexpected_index_list")
-                             or info.get("partial_unexpected_list", []))[:5],
-                "rule": (r.expectation_config.meta or {}).get("rule"),
-            })
-    return result.success, failures, identifier
+    failed = {r.expectation_config.kwargs["column"]: (r.result or {}).get("observed_value")
+              for r in validation.results if not r.success}
+    return result.success, failed, identifier
 
 
 def publish_docs(lake: str, identifiers: list) -> list[str]:
@@ -317,19 +306,25 @@ def remove_validations(lake: str | Path, validations: list[Path]) -> None:
 
 
 def check(gate: str, frames: dict[str, DataFrame], lake: str) -> None:
-    """Run the suites of a gate on its frames; raise GateFailed on any failing expectation."""
+    """Measure the conditions of a gate's suites on its frames and validate the metrics;
+    raise GateFailed, with examples of the rows that break each failed condition, on any
+    failing expectation."""
+    import pandas as pd
+
     lake = str(lake)
-    tables = {name: _to_pandas(df) for name, df in frames.items()}
+    measured = metrics.measure(frames)
     with docs_guard(lake):
-        results = {name: validate(name, table, lake) for name, table in tables.items()}
+        results = {name: validate(name, pd.DataFrame([values]), lake) for name, values in measured.items()}
         pages = publish_docs(lake, [identifier for _, _, identifier in results.values()])
     report = []
-    for (name, (success, failures, _)), page in zip(results.items(), pages):
+    for (name, (success, failed, _)), page in zip(results.items(), pages):
         if not success:
             report.append(f"suite '{name}' failed — Data Docs: {page}")
-            for f in failures:
-                rule = f" [rule {f['rule']}]" if f["rule"] else ""
-                report.append(f"  - {f['expectation']} {json.dumps(f['kwargs'], default=str)}{rule}: "
-                              f"{f['unexpected_count']} unexpected, e.g. {json.dumps(f['examples'], default=str)}")
+            for metric, value in failed.items():
+                c = metrics.conditions(name)[metric]
+                rule = f" [rule {c.rule}]" if c.rule else ""
+                examples = c.examples(frames[name], FRAME_KEYS[name])
+                report.append(f"  - {metric}{rule}: {value} unexpected, {c.describe()}; "
+                              f"e.g. {json.dumps(examples)}")
     if report:
         raise GateFailed(gate, "\n".join(report))
