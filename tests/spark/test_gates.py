@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from correlake.interfaces import cli
-from correlake.quality import gates
+from correlake.quality import gates, metrics
 from correlake.transforms import gold
 from correlake.config import data_docs_dir, table_path, validation_results_dir
 from correlake.lake.sqlfiles import delta_table
@@ -40,6 +40,22 @@ def test_bronze_gate_fails_on_duplicate_positions_and_bad_enums(spark, tmp_path)
     assert "repeated_position: 1 unexpected, rows repeating another's (stream, position)" in report
     assert "unknown_element_type: 1 unexpected, rows where element_type NOT IN" in report and "TASK" in report
     assert "Data Docs: " in report and str(tmp_path) in report
+
+
+def test_one_query_counts_each_condition_as_gx_did_row_by_row(spark):
+    """Nulls pass a condition on a value (as GX's map expectations skip them); repeated
+    values count the rows after the first of each, rows with every key column null aside."""
+    messages = frame(spark, [(1, "t", "k", T, 10)] * 3 + [(None, "t", "k", T, None)] * 2 + [(2, None, None, T, -1)],
+                     "position bigint, tenant_id string, correlation_key string, published_at timestamp, ttl_ms bigint")
+    events = frame(spark, [(3, "t", "SUBSCRIPTION_OPENED", T, None, "k")], "position bigint, tenant_id string, "
+                   "type string, timestamp timestamp, element_type string, correlation_key string")
+    keys = _silver(spark, [(None, "t", "m", "k", None, T, 0, T, None)] * 2 + [(1, "t", "m", "k", None, T, 0, T, None)] * 2)
+    measured = metrics.measure({**gates.bronze_frames(messages, events), **gates.silver_frames(keys)})
+    assert measured["bronze"] == {
+        "null_position": 2, "null_tenant_id": 1, "null_event_time": 0, "null_routing_key_ok": 0,
+        "missing_routing_key": 1, "unknown_kind": 0, "unknown_element_type": 0, "negative_ttl_ms": 1,
+        "repeated_position": 3}  # (messages, 1) twice more, (messages, null) once more
+    assert measured["silver"]["repeated_message_key"] == 1
 
 
 def test_validations_and_their_pages_outlive_the_process_until_maintenance_removes_them(spark, tmp_path):
@@ -160,6 +176,8 @@ def test_silver_gate_fails_on_an_unjustified_rejection_and_a_wrong_deadline(spar
     with pytest.raises(gates.GateFailed) as exc:
         gates.check("silver", gates.silver_frames(silver), str(tmp_path))
     assert "rejection_justified" in exc.value.report and "deadline_ok" in exc.value.report
+    assert "unjustified_rejections [rule 7: a rejected message" in exc.value.report
+    assert "wrong_deadline [rule 6: deadline = published_at + ttl_ms]: 1 unexpected" in exc.value.report
     assert "overlaps_buffered_duplicate" not in exc.value.report
     assert '"message_key": "2"' in exc.value.report  # the failing rows are named by their keys
 
