@@ -75,7 +75,6 @@ def conditions(name: str) -> dict[str, Condition]:
 
 def measure(frames: dict[str, DataFrame]) -> dict[str, dict[str, int]]:
     """Every condition of the suites of these frames counted in one Spark query: by suite, by metric."""
-    per_suite = [frame.agg(F.struct(*(c.count().alias(m) for m, c in conditions(name).items())).alias(name))
-                 for name, frame in frames.items()]
-    row = reduce(DataFrame.crossJoin, per_suite).first()
-    return {name: row[name].asDict() for name in frames}
+    per_suite = [frame.agg(F.lit(name).alias("suite"), F.to_json(F.struct(
+        *(c.count().alias(m) for m, c in conditions(name).items()))).alias("metrics")) for name, frame in frames.items()]
+    return {row.suite: json.loads(row.metrics) for row in reduce(DataFrame.unionAll, per_suite).collect()}
