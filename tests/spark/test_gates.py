@@ -192,7 +192,7 @@ def _gold(spark, correlations, count=1, instances=(), subscriptions=None):
     from correlake.contract.schemas import GOLD
 
     c = frame(spark, correlations, GOLD["correlations"])
-    m = frame(spark, [(1, "t", "m", "k", None, 60_000, T, T + timedelta(minutes=1), "CORRELATED", None, 1, "{}", T)],
+    m = frame(spark, [(1, "t", "m", "k", None, 60_000, T, T + timedelta(minutes=1), "CORRELATED", None, 1, "{}")],
               GOLD["messages"])
     s = frame(spark, subscriptions or [_sub("e", "m", "RECEIVE_TASK", True, T, "CORRELATED", count)],
               GOLD["subscriptions"])
