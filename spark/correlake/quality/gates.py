@@ -314,7 +314,7 @@ def check(gate: str, frames: dict[str, DataFrame], lake: str) -> None:
     lake = str(lake)
     measured = metrics.measure(frames)
     with docs_guard(lake):
-        results = {name: validate(name, pd.DataFrame([values]), lake) for name, values in measured.items()}
+        results = {name: validate(name, pd.DataFrame([measured[name]]), lake) for name in frames}
         pages = publish_docs(lake, [identifier for _, _, identifier in results.values()])
     report = []
     for (name, (success, failed, _)), page in zip(results.items(), pages):
