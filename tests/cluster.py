@@ -30,8 +30,8 @@ def python_without_correlake(root: Path) -> Path:
     version = f"python{sys.version_info.major}.{sys.version_info.minor}"
     (root / "lib" / version / "site-packages" / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     python = root / "bin" / "python"
-    check = subprocess.run([str(python), "-c", "import pyarrow, pyspark\ntry:\n import correlake\nexcept ImportError:"
-                            " pass\nelse:\n raise SystemExit('correlake importable')"],
+    check = subprocess.run([str(python), "-c", "import importlib.util, pyarrow, pyspark\n"
+                            "assert importlib.util.find_spec('correlake') is None, 'correlake importable'"],
                            env=without_python_path(private_env(root)), capture_output=True, text=True)
     assert check.returncode == 0, check.stderr
     return python
