@@ -193,3 +193,18 @@ def rabbitmq(tmp_path_factory):
         yield node
     finally:
         node.stop()
+
+
+# -- Spark standalone cluster (tests/integration/test_cluster.py) ---------------------------
+@pytest.fixture(scope="session")
+def spark_cluster(tmp_path_factory):
+    """The test session's throwaway Spark standalone cluster (tests/cluster.py): a master and
+    two workers of 1 core and 1.5 GB on 127.0.0.1, stopped at the end."""
+    from cluster import SparkCluster
+
+    cluster = SparkCluster(tmp_path_factory.mktemp("spark_cluster"))
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()

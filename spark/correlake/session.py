@@ -1,5 +1,6 @@
 """The one SparkSession factory: Delta from local JARs, no network at start, the driver
-on loopback (CORRELAKE_SPARK_BIND_ADDRESS) and no web UI."""
+on loopback (CORRELAKE_SPARK_BIND_ADDRESS) and no web UI; on a cluster, this package
+and the JARs sent to the executors (docs/cluster.md)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+import zipfile
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
@@ -90,9 +92,27 @@ def get_spark(settings: SparkSettings | None = None):
         raise SetupError(f"Spark did not start with these settings (CORRELAKE_SPARK_MASTER, CORRELAKE_DRIVER_MEMORY, "
                          f"CORRELAKE_SPARK_BIND_ADDRESS, CORRELAKE_SPARK_CONF): {why}") from None
     log_level(spark.sparkContext, LOG_LEVEL)
+    ship_package(spark.sparkContext)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, interrupt_quietly(KeyboardInterrupt))  # in place of PySpark's
     return spark
+
+
+def ship_package(context) -> None:
+    """On a cluster (any master but `local…`), send this package to the executors, whose
+    Python workers import it (the mapInArrow passes, parsing, the engine): a zip of it,
+    made in the session's temporary folder (removed when its JVM stops) and served by
+    the driver (`addPyFile`). The executors need Python and the dependencies only; the
+    Delta JARs reach them the same way (`spark.jars`)."""
+    if context.master.startswith("local") and not context.master.startswith("local-cluster"):
+        return
+    package = Path(__file__).parent
+    archive = Path(context._temp_dir) / "correlake.zip"  # PySpark's own folder of the session
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as zipped:
+        for path in sorted(package.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                zipped.write(path, path.relative_to(package.parent))
+    context.addPyFile(str(archive))
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from correlake.config import table_path
 from correlake.interfaces import cli
 from correlake.lake import tables as lake_tables
 from correlake.run import pipeline
-from generators import SEED, START_EVENTS, combine, generate_cases
+from generators import SEED, START_EVENTS, combine, generate_cases, shuffled_chunks
 from helpers import (assert_gold_equals, assert_outbox_agrees, correlation_text, live_event_ids, project, read_gold,
                      write_jsonl)
 from reference_model import reference
@@ -54,11 +54,7 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
     # The same records split at random into 2-4 runs, in shuffled order:
     # late records restate what earlier runs decided (rule 4). The last run also gets the
     # first run's chunk again, in files of other names (a retried delivery): it changes nothing.
-    rnd = random.Random(SEED)
-    records = [("m", r) for r in messages] + [("w", r) for r in events]
-    rnd.shuffle(records)
-    cuts = sorted(rnd.sample(range(1, len(records)), rnd.randint(1, 3)))
-    chunks = [split_streams(records[a:b]) for a, b in zip([0, *cuts], [*cuts, len(records)])]
+    chunks = shuffled_chunks(messages, events, random.Random(SEED), 4)
     root = tmp_path_factory.mktemp("split")
     lake = str(root / "lake")
     split = run_pipeline(spark, lake, root, [[c] for c in chunks[:-1]] + [[chunks[-1], chunks[0]]])
@@ -77,11 +73,6 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
     assert cli.main(["rebuild", "--lake", lake]) == 0  # silver and gold again, from bronze
     assert_same_gold(read_gold(spark, lake), one)
     assert lake_tables.version(table_path(lake, "outbox")) == before
-
-
-def split_streams(records: list[tuple[str, dict]]) -> tuple[list, list]:
-    """(messages, workflow events) of ("m" | "w", record) pairs."""
-    return [r for s, r in records if s == "m"], [r for s, r in records if s == "w"]
 
 
 def assert_same_gold(got: dict, want: dict) -> None:
