@@ -40,6 +40,7 @@ fi
 
 if ! podman image exists "$base"; then
   say "making the base image $base with debootstrap ..."
+  start=$SECONDS
   tmp="$(mktemp -d "${TMPDIR:-/var/tmp}/correlake-rootfs.XXXXXX")"
   trap 'rm -rf "$tmp"' EXIT
   debootstrap --variant=minbase \
@@ -62,6 +63,7 @@ if ! podman image exists "$base"; then
   tar -C "$tmp" -c . | podman import --change 'ENV LANG=C.UTF-8' --change 'CMD ["python3"]' - "$base" >/dev/null
   rm -rf "$tmp"
   trap - EXIT
+  say "base made in $((SECONDS - start)) s"
 fi
 
 say "building $image on $base ..."
