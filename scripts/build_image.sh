@@ -6,8 +6,8 @@
 #   scripts/build_image.sh            base (if missing), build, smoke run
 #   scripts/build_image.sh --no-demo  the same without the demo (about a minute less)
 # Settings (environment): CORRELAKE_IMAGE (default localhost/correlake:dev),
-# CORRELAKE_BASE_IMAGE (default localhost/correlake-base:bookworm; an existing image, e.g.
-# python:3.11-slim-bookworm, is used as it is).
+# CORRELAKE_BASE_IMAGE (default localhost/correlake-base:bookworm: a localhost/ name is made
+# here if missing; another, e.g. python:3.11-slim-bookworm, is pulled by the build).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 image="${CORRELAKE_IMAGE:-localhost/correlake:dev}"
@@ -21,7 +21,10 @@ say() { echo "correlake build_image: $*"; }
 
 need=()
 command -v podman >/dev/null 2>&1 || need+=(podman runc)
-podman image exists "$base" 2>/dev/null || command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
+# the stand-in base is made only under a local name that is not there yet
+make_base=0
+[[ "$base" == localhost/* ]] && ! podman image exists "$base" 2>/dev/null && make_base=1
+[ "$make_base" = 0 ] || command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
 if [ ${#need[@]} -gt 0 ]; then
   [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 || die "needs: ${need[*]}"
   apt-get update -q >/dev/null && apt-get install -y -q "${need[@]}" >/dev/null
@@ -38,7 +41,7 @@ if [ -d /sys/fs/cgroup/unified ] && command -v runc >/dev/null 2>&1; then
   opts+=(--runtime runc)
 fi
 
-if ! podman image exists "$base"; then
+if [ "$make_base" = 1 ]; then
   say "making the base image $base with debootstrap ..."
   start=$SECONDS
   tmp="$(mktemp -d "${TMPDIR:-/var/tmp}/correlake-rootfs.XXXXXX")"
