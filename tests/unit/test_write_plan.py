@@ -66,6 +66,8 @@ def test_a_table_the_run_appends_nothing_to_is_not_written():
     plan = plan_writes(EVERY, appended_rows={"quarantine": 0, "bronze_messages": 3, "bronze_workflow_events": 0,
                                              "silver_workflow_events": 0})
     assert [w.table for w in plan.writes if w.how is How.APPEND] == ["ingested_files", "bronze_messages"]
+    first = plan_writes({**EVERY, "quarantine": -1}, appended_rows={"quarantine": 0})
+    assert Write("quarantine", How.APPEND) in first.writes  # created, empty: a lake has every table
 
 
 def test_gold_as_of_is_written_only_when_it_moves():

@@ -56,8 +56,8 @@ def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: in
     A rebuild replaces silver and gold. Otherwise, the MERGEs first (they take longest):
     if `as_of_moved` (from `as_of_before`), gold/as_of's row replaced and the statuses that
     cross refreshed; key groups only if they changed; deployments replaced if the run
-    brought some; the new records appended (not to a table `appended_rows` gives none:
-    no empty commit). Either way the run's `outbox_events` are appended to the outbox
+    brought some; the new records appended (not to an existing table `appended_rows`
+    gives none: no empty commit). Either way the run's `outbox_events` are appended to the outbox
     (created if the lake has none)."""
     if rebuild:
         return WritePlan(tuple(Write(name, How.OVERWRITE) for name in REBUILT) + _outbox(versions, outbox_events))
@@ -77,7 +77,8 @@ def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: in
         writes.append(restated("key_groups"))
     if deployments or versions["silver_deployments"] < 0:  # a lake has every table
         writes.append(Write("silver_deployments", How.OVERWRITE))
-    writes += [Write(name, How.APPEND) for name in APPENDED if (appended_rows or {}).get(name, 1)]
+    writes += [Write(name, How.APPEND) for name in APPENDED
+               if versions[name] < 0 or (appended_rows or {}).get(name, 1)]  # a lake has every table
     return WritePlan(tuple(writes) + _outbox(versions, outbox_events))
 
 
