@@ -15,6 +15,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections import Counter, defaultdict
 
 import pika
@@ -200,15 +201,22 @@ def test_one_active_consumer_per_partition(broker, sink):
         channel.basic_consume(queue_name(0), lambda ch, m, p, b, n=n: (got[n].append(p.message_id),
                                                                        ch.basic_ack(m.delivery_tag)))
     events = [e for e in rounds(keys=40, sequences=1)[0] if e.partition == 0]
+
+    def pump_until(done, timeout: float = 60) -> None:  # events, not a time window: a busy machine is slow
+        deadline = time.monotonic() + timeout
+        while not done() and time.monotonic() < deadline:
+            for connection in connections:
+                if connection.is_open:
+                    connection.process_data_events(time_limit=0.1)
+
     send_until_acked(sink, events)
-    for connection in connections:
-        connection.process_data_events(time_limit=1)
+    pump_until(lambda: len(got[0]) + len(got[1]) >= len(events))
     active = 0 if got[0] else 1
     assert got[active] == [e.event_id for e in events] and got[1 - active] == []
     connections[active].close()  # the other one takes over
     more = [event(e.correlation_key, 2) for e in events]
     send_until_acked(sink, more)
-    connections[1 - active].process_data_events(time_limit=2)
+    pump_until(lambda: len(got[1 - active]) >= len(more))
     assert got[1 - active] == [e.event_id for e in more]
     connections[1 - active].close()
 
