@@ -136,8 +136,14 @@ def assert_gold_equals(got: dict, want: dict) -> None:
 def listening_addresses(pid: int) -> list:
     """The addresses process `pid` listens on (its LISTEN TCP sockets, IPv4 and IPv6; an
     IPv4-mapped IPv6 address as its IPv4 one), read from /proc."""
-    links = (os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd"))
-    sockets = {link[len("socket:["):-1] for link in links if link.startswith("socket:[")}
+    def link(fd: str) -> str:
+        try:
+            return os.readlink(f"/proc/{pid}/fd/{fd}")
+        except FileNotFoundError:  # closed since the listing (a starting process opens and closes files)
+            return ""
+
+    links = (link(fd) for fd in os.listdir(f"/proc/{pid}/fd"))
+    sockets = {name[len("socket:["):-1] for name in links if name.startswith("socket:[")}
     listening = []
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):  # every socket of the network namespace
         for line in Path(table).read_text().splitlines()[1:]:
