@@ -19,6 +19,11 @@ def row(spark: SparkSession, as_of: int | None, run_id: str) -> DataFrame:
     return as_timestamps(spark.createDataFrame([(as_of, run_id)], with_millis(AS_OF)), AS_OF)
 
 
+def record(spark: SparkSession, lake: str, as_of: int | None, run_id: str) -> None:
+    """Replace gold/as_of's row (the caller journals the write)."""
+    tables.overwrite(row(spark, as_of, run_id), lake, "as_of", run_id)
+
+
 def value(frame: DataFrame | None) -> int | None:
     """The as_of of a gold/as_of frame (epoch millis), None if there is none."""
     return None if frame is None else frame.agg(F.max(F.unix_millis("as_of"))).first()[0]
@@ -48,6 +53,6 @@ def migrate(spark: SparkSession, lake: str, run_id: str) -> bool:
     if "as_of" not in messages.columns:
         return False
     with journalled(spark, lake, run_id):
-        tables.overwrite(row(spark, value(messages), run_id), lake, "as_of", run_id)
+        record(spark, lake, value(messages), run_id)
         tables.overwrite(messages.drop("as_of"), lake, "messages", run_id, new_schema=True)
     return True

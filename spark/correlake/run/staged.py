@@ -150,7 +150,7 @@ def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult
         with journalled(spark, lake_dir, result.run_id):
             events = fallen_due(spark, lake_dir, result.run_id, target, current)
             result.statuses_changed = lake_as_of.refresh(spark, lake_dir, current, target)
-            tables.overwrite(lake_as_of.row(spark, target, result.run_id), lake_dir, "as_of", result.run_id)
+            lake_as_of.record(spark, lake_dir, target, result.run_id)
             result.outbox_events = 0 if events is None else events.count()
             if result.outbox_events:
                 tables.append(events, lake_dir, "outbox", result.run_id)
