@@ -31,10 +31,10 @@ def main(args: argparse.Namespace) -> int:
 
 def execute(landing: str | None, lake: str, as_of: int | None = None, max_quarantine_ratio: float | None = None,
             wait: float = 0.0, dry_run: bool = False) -> int:
-    """A run over `landing`, or a rebuild (None), on the driver if one serves; its summary printed."""
-    from correlake.lake.lock import LakeBusy, check_free
-    from correlake.quality.gates import GateFailed
-    from correlake.run import driver, pipeline
+    """A run over `landing`, or a rebuild (None), on the driver if one serves; its summary printed.
+    A run that would find nothing to do says so without starting Spark (`run/unchanged.py`)."""
+    from correlake.lake.lock import LakeBusy, check_free, run_lock
+    from correlake.run import unchanged
     from correlake.run.summary import summary
 
     if warning := preflight.check_run(landing, lake):
@@ -45,12 +45,21 @@ def execute(landing: str | None, lake: str, as_of: int | None = None, max_quaran
     try:
         if not wait:
             check_free(lake)  # before Spark starts
-        result = driver.call(pipeline.run, landing, lake, as_of=as_of, max_quarantine_ratio=max_quarantine_ratio,
-                             wait_seconds=wait, rebuild=landing is None, dry_run=dry_run)
-    except GateFailed as exc:
-        print(f"correlake: FAILED — {exc}", file=sys.stderr)
-        print("Gold was left as it was; nothing of this run was kept.", file=sys.stderr)
-        return EXIT_GATE
+        result = None
+        if landing is not None:
+            with run_lock(lake, wait):
+                result = unchanged.check(landing, lake, as_of)
+        if result is None:
+            from correlake.quality.gates import GateFailed
+            from correlake.run import driver, pipeline
+            try:
+                result = driver.call(pipeline.run, landing, lake, as_of=as_of,
+                                     max_quarantine_ratio=max_quarantine_ratio, wait_seconds=wait,
+                                     rebuild=landing is None, dry_run=dry_run)
+            except GateFailed as exc:
+                print(f"correlake: FAILED — {exc}", file=sys.stderr)
+                print("Gold was left as it was; nothing of this run was kept.", file=sys.stderr)
+                return EXIT_GATE
     except LakeBusy as exc:
         print(f"correlake: {exc}", file=sys.stderr)
         return EXIT_USAGE
