@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 
 from correlake.config import table_path
 from correlake.contract.schemas import AS_OF, as_timestamps, with_millis
-from correlake.lake import tables
+from correlake.lake import meta, tables
 from correlake.lake.journal import journalled
 from correlake.lake.sqlfiles import delta_table, fill, instant, message_status
 
@@ -29,10 +29,9 @@ def value(frame: DataFrame | None) -> int | None:
     return None if frame is None else frame.agg(F.max(F.unix_millis("as_of"))).first()[0]
 
 
-def current(spark: SparkSession, lake: str) -> int | None:
-    """The lake's as_of now, None if it has none yet."""
-    path = table_path(lake, "as_of")
-    return value(spark.read.format("delta").load(path)) if tables.is_table(path) else None
+def current(lake: str, version: int | None = None) -> int | None:
+    """The lake's as_of (at gold/as_of's `version`, else now), None if it has none (yet)."""
+    return meta.latest(lake, "as_of", "as_of", version)
 
 
 def refresh(spark: SparkSession, lake: str, before: int, after: int) -> int:

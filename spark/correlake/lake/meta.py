@@ -1,30 +1,50 @@
-"""What the lake records about its runs: `_meta/ingested_files`, `_meta/runs`, and the
-`as_of` that gold/messages' statuses were evaluated at."""
+"""What the lake records about its runs (`_meta/ingested_files`, `_meta/runs`), and the
+small reads of it a run starts with, made with delta-rs: a few files read in this
+process, no Spark job."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable
+from pyspark.sql import SparkSession
 
-from correlake.contract.schemas import INGESTED_FILES, RUNS, as_timestamps, with_millis
+from correlake.config import table_path
+from correlake.contract.schemas import RUNS, as_timestamps, with_millis
 from correlake.lake import tables
 
 
-def ingested(spark: SparkSession, lake: str) -> set[tuple]:
+def _table(lake: str, name: str, version: int | None = None) -> DeltaTable | None:
+    """The lake's table `name` (at `version`, else its latest), None if it has none (yet)."""
+    path = table_path(lake, name)
+    if version is not None and version < 0 or not DeltaTable.is_deltatable(path):
+        return None
+    return DeltaTable(path, version=version)
+
+
+def _columns(table: DeltaTable, *columns: str) -> pa.Table:
+    return table.to_pyarrow_dataset().to_table(columns=list(columns))
+
+
+def latest(lake: str, name: str, column: str, version: int | None = None) -> int | None:
+    """The greatest instant in a table's timestamp column, in epoch millis (None: no table
+    or no value)."""
+    table = _table(lake, name, version)
+    if table is None:
+        return None
+    top = pc.max(pc.cast(_columns(table, column)[column], pa.timestamp("ms", "UTC"), safe=False)).as_py()
+    return None if top is None else int(top.timestamp() * 1000)
+
+
+def ingested(lake: str) -> set[tuple]:
     """The (path, size, modified_at) of every landing file ingested so far."""
-    files = tables.read(spark, lake, "ingested_files", INGESTED_FILES)
-    return {(r["path"], r["size"], r["modified_at"]) for r in files.select("path", "size", "modified_at").collect()}
+    table = _table(lake, "ingested_files")
+    return set() if table is None else set(zip(*_columns(table, "path", "size", "modified_at").to_pydict().values()))
 
 
-def last_event_time(spark: SparkSession, lake: str) -> int | None:
+def last_event_time(lake: str) -> int | None:
     """The max event time seen by the lake's runs so far (epoch millis)."""
-    runs = tables.read(spark, lake, "runs", RUNS)
-    return runs.agg(F.max(F.unix_millis("max_event_time"))).first()[0]
-
-
-def current_as_of(messages: DataFrame) -> int | None:
-    """The `as_of` of gold/messages (epoch millis; every row has the same), None if it has no rows."""
-    return messages.agg(F.max(F.unix_millis("as_of"))).first()[0]
+    return latest(lake, "runs", "max_event_time")
 
 
 def record_run(spark: SparkSession, lake: str, row: tuple) -> None:

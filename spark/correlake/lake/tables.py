@@ -5,22 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import StructType
+from pyspark.sql import DataFrame
 
 from correlake.config import DELETION_VECTOR_TABLES, table_path
 
 
 def is_table(path: str) -> bool:
     return version(path) >= 0
-
-
-def read(spark: SparkSession, lake: str, name: str, schema: StructType) -> DataFrame:
-    """The table as a DataFrame; an empty one of `schema` if it does not exist yet."""
-    path = table_path(lake, name)
-    if is_table(path):
-        return spark.read.format("delta").load(path)
-    return spark.createDataFrame([], schema)
 
 
 def version(path: str) -> int:

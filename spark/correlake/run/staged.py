@@ -57,8 +57,8 @@ class StagedRun:
         rolled_back = rollback(spark, lake_dir)
         run_id = new_run_id()
         migrated = not dry_run and lake_as_of.migrate(spark, lake_dir, f"{run_id}-migration")
-        last = meta.last_event_time(spark, lake_dir)
-        files = [] if rebuild else new_files(landing, meta.ingested(spark, lake_dir))
+        last = meta.last_event_time(lake_dir)
+        files = [] if rebuild else new_files(landing, meta.ingested(lake_dir))
         if not files and not rebuild:
             result = _refresh_only(spark, lake_dir, last, as_of, dry_run)
             result.rolled_back, result.migrated = rolled_back, migrated
@@ -121,7 +121,7 @@ class StagedRun:
         versions, result = self.plan.versions, self.result
         if result.rebuild:
             return writes.plan_writes(versions, rebuild=True, outbox_events=result.outbox_events)
-        before = lake_as_of.value(self.history("as_of"))
+        before = lake_as_of.current(self.lake_dir, versions["as_of"])
         key_groups_changed = versions["key_groups"] < 0 or not self.frame("key_groups").isEmpty()
         return writes.plan_writes(versions, deployments=result.deployments, key_groups_changed=key_groups_changed,
                                   as_of_moved=result.as_of != before, as_of_before=before,
@@ -141,7 +141,7 @@ def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult
     refresh is a run of no files, recorded in `_meta/runs`; a dry run changes nothing."""
     target = as_of if as_of is not None else last_event_time
     result = RunResult(None, nothing_new=True, as_of=target)
-    current = lake_as_of.current(spark, lake_dir)
+    current = lake_as_of.current(lake_dir)
     if target is None or current is None or target == current:
         return result
     result.as_of_before = current
