@@ -131,7 +131,7 @@ def main() -> None:
     from correlake.samples.workload import BASE_MS, HOUR_MS, generate
     from correlake.session import get_spark
 
-    out = Path(args.out)
+    out = Path(args.out).resolve()  # the cold floor runs in scripts/
     shutil.rmtree(out, ignore_errors=True)
     landing, lake = out / "landing", out / "lake"
     t = time.perf_counter()
@@ -164,6 +164,14 @@ def main() -> None:
     t = time.perf_counter()
     pipeline.run(spark, str(out / "landing"), str(out / "lake"))  # the first run's landing again
     runs.append({"run": "nothing new", "total_s": round(time.perf_counter() - t, 1)})
+    t = time.perf_counter()  # the same as an hourly cron job would start it: no JVM needed (run/unchanged.py)
+    subprocess.run([CORRELAKE, "run", "--landing", str(out / "landing"), "--lake", str(out / "lake")],
+                   capture_output=True, check=True)
+    runs.append({"run": "nothing new, a fresh `correlake run` process", "total_s": round(time.perf_counter() - t, 1)})
+    t = time.perf_counter()  # a quiet hour: no record, as_of an hour on
+    quiet = pipeline.run(spark, str(out / "landing"), str(out / "lake"), as_of=result.as_of + HOUR_MS)
+    runs.append({"run": "a quiet hour (as_of + 1 h)", "total_s": round(time.perf_counter() - t, 1),
+                 "statuses_changed": quiet.statuses_changed})
     report["runs"] = runs
     report["floor_s"] = round(floor_seconds(spark, out / "landing", out / "floor"), 1)
     report["records_per_s_first_run"] = round((args.messages + args.events) / runs[0]["total_s"])

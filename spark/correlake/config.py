@@ -36,9 +36,11 @@ MAX_QUARANTINE_RATIO = 0.01
 BROADCAST_ROWS = 200_000  # a run's frames up to this size are broadcast to their joins with history (hints.py)
 WRITE_THREADS = 4  # tables a run, or a maintenance, writes at once
 CANCEL_SECONDS = 30  # an interrupted run waits this long at most for Spark's jobs to be cancelled
-# A run whose new landing files hold at most this much JSON (some 20k records) has Spark
+# A run whose new landing files hold at most this much JSON (some 20k records), on a lake
+# of at most this many records (its MERGEs rewrite files of the history), has Spark
 # evaluate its row projections rather than generate code for them (session.row_projections)
 INTERPRETED_MAX_BYTES = 4 * 2**20
+INTERPRETED_MAX_HISTORY = 20_000
 GZIP_RATIO = 10  # a gzip file's JSON, estimated from its size
 # Landing files are read as streams, line by line (transforms/bronze.py): a longer line
 # (its bytes before the line feed, decompressed) is quarantined as `line too long`, with

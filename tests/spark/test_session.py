@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 
 from helpers import listening_addresses
 
-from correlake.config import INTERPRETED_MAX_BYTES, ConfigError, validate
+from correlake.config import INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY, ConfigError, validate
 from correlake.lake.landing import LandingFile
 from correlake.run.result import RunResult
 from correlake.session import LOG_LEVEL, interrupt_quietly, log_level, row_projections, run_concurrently
@@ -71,11 +71,13 @@ def test_compiled_queries_stay_cached_beyond_sparks_default_100(spark):
 
 
 def test_small_runs_evaluate_their_row_projections_and_others_compile_them(spark):
-    def plan(*files, rebuild=False):
+    def plan(*files, rebuild=False, history=0):
         landing = [LandingFile("messages", path, size, 0, "/") for path, size in files]
-        return Plan("r", landing, {}, 0.0, None, RunResult("r", rebuild=rebuild))
+        return Plan("r", landing, {}, 0.0, None, RunResult("r", rebuild=rebuild), history)
 
     assert plan(("a.jsonl", INTERPRETED_MAX_BYTES // 2), ("b.jsonl", INTERPRETED_MAX_BYTES // 2)).small
+    assert plan(("a.jsonl", 100), history=INTERPRETED_MAX_HISTORY).small
+    assert not plan(("a.jsonl", 100), history=INTERPRETED_MAX_HISTORY + 1).small  # its MERGEs rewrite history
     assert not plan(("a.jsonl", INTERPRETED_MAX_BYTES + 1)).small
     assert not plan(("a.jsonl.gz", INTERPRETED_MAX_BYTES // 5)).small  # its JSON is larger than the file
     assert not plan(rebuild=True).small  # every record of bronze

@@ -45,12 +45,9 @@ def migrate(spark: SparkSession, lake: str, run_id: str) -> bool:
     """A lake of contract revision 1 (an `as_of` column on gold/messages) brought to revision 2:
     its as_of recorded in gold/as_of and the column dropped, in one journalled step (one
     rewrite of gold/messages, once). False if the lake needed nothing."""
-    path = table_path(lake, "messages")
-    if not tables.is_table(path):
+    if "as_of" not in meta.columns(lake, "messages"):
         return False
-    messages = spark.read.format("delta").load(path)
-    if "as_of" not in messages.columns:
-        return False
+    messages = spark.read.format("delta").load(table_path(lake, "messages"))
     with journalled(spark, lake, run_id):
         record(spark, lake, value(messages), run_id)
         tables.overwrite(messages.drop("as_of"), lake, "messages", run_id, new_schema=True)

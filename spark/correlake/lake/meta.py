@@ -26,6 +26,12 @@ def _columns(table: DeltaTable, *columns: str) -> pa.Table:
     return table.to_pyarrow_dataset().to_table(columns=list(columns))
 
 
+def columns(lake: str, name: str) -> list[str]:
+    """The column names of the lake's table `name` ([] if it has none)."""
+    table = _table(lake, name)
+    return [] if table is None else [field.name for field in table.schema().fields]
+
+
 def latest(lake: str, name: str, column: str, version: int | None = None) -> int | None:
     """The greatest instant in a table's timestamp column, in epoch millis (None: no table
     or no value)."""
@@ -40,6 +46,12 @@ def ingested(lake: str) -> set[tuple]:
     """The (path, size, modified_at) of every landing file ingested so far."""
     table = _table(lake, "ingested_files")
     return set() if table is None else set(zip(*_columns(table, "path", "size", "modified_at").to_pydict().values()))
+
+
+def records_read(lake: str) -> int:
+    """How many landing records the lake's runs have read so far."""
+    table = _table(lake, "runs")
+    return 0 if table is None else pc.sum(_columns(table, "records_read")["records_read"]).as_py() or 0
 
 
 def last_event_time(lake: str) -> int | None:

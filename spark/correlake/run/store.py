@@ -12,7 +12,8 @@ from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from correlake.config import INTERPRETED_MAX_BYTES, STAGED_RUN_MAX_AGE_SECONDS, TABLES, lake_state_dir
+from correlake.config import (INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY, STAGED_RUN_MAX_AGE_SECONDS, TABLES,
+                              lake_state_dir)
 from correlake.lake.files import write_atomic
 from correlake.lake.landing import LandingFile
 from correlake.run.result import RunResult
@@ -27,11 +28,14 @@ class Plan:
     max_quarantine_ratio: float
     last_event_time: int | None
     result: RunResult
+    history_records: int = 0  # the records the lake's runs read before this one
 
     @property
     def small(self) -> bool:
-        """Few new records: at most INTERPRETED_MAX_BYTES of JSON, and not a rebuild."""
-        return not self.result.rebuild and sum(f.json_bytes for f in self.files) <= INTERPRETED_MAX_BYTES
+        """Few new records (at most INTERPRETED_MAX_BYTES of JSON) on a small lake (at most
+        INTERPRETED_MAX_HISTORY records), and not a rebuild."""
+        return (not self.result.rebuild and self.history_records <= INTERPRETED_MAX_HISTORY
+                and sum(f.json_bytes for f in self.files) <= INTERPRETED_MAX_BYTES)
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "files": [asdict(f) for f in self.files]})
@@ -45,7 +49,8 @@ class Plan:
             raise ValueError(f"run {raw['run_id']} was staged by another version of correlake (lake tables "
                              f"{sorted(raw['versions'])}); it cannot be published: start a new run")
         return cls(raw["run_id"], [LandingFile(**f) for f in raw["files"]], raw["versions"],
-                   raw["max_quarantine_ratio"], raw["last_event_time"], RunResult(**raw["result"]))
+                   raw["max_quarantine_ratio"], raw["last_event_time"], RunResult(**raw["result"]),
+                   raw.get("history_records", 0))
 
 
 class MemoryStore:

@@ -62,6 +62,8 @@ def _components(edges: DataFrame) -> DataFrame:
         .distinct().localCheckpoint()
     parent = edges.select("tenant_id", F.col("a").alias("node"), F.col("a").alias("parent")).distinct() \
         .localCheckpoint()
+    if parent.isEmpty():  # no link: most small runs
+        return parent.withColumnRenamed("parent", "root")
     for rounds in range(MAX_ROUNDS):
         if rounds < NEIGHBOUR_ROUNDS:
             new = _from_neighbours(edges, parent).localCheckpoint()
