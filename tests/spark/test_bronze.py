@@ -26,7 +26,7 @@ from correlake.config import LONG_LINE_RAW_BYTES, table_path
 from correlake.lake.landing import OUTSIDE_WHY, list_files, new_files
 from correlake.lake.sqlfiles import delta_table
 from correlake.run import staged
-from helpers import PythonWorkerPeak, versions, write_jsonl
+from helpers import PythonWorkerPeak, versions, write_jsonl, write_landing
 
 T0 = 1767225600000
 MARKER = "SECRET-MARKER-7f3a"  # in files outside the landing, never to be read
@@ -379,12 +379,13 @@ def test_an_unexpected_error_exits_3_not_as_a_failed_gate_here_and_on_a_driver(t
         raise RuntimeError("a bug")
     except RuntimeError as exc:
         on_driver = driver._portable(exc)  # as a driver sends it back
+    landing = write_landing(tmp_path / "landing", [m(1)], [])  # something to run (nothing: no Spark, no driver)
     for error, code in ((RuntimeError("a bug"), 3), (on_driver, 3), (driver.DriverError("no answer"), 2)):
         def broken(*args, error=error, **kwargs):
             raise error
 
         monkeypatch.setattr(driver, "call", broken)
-        assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path / "lake")]) == code
+        assert cli.main(["run", "--landing", str(landing), "--lake", str(tmp_path / "lake")]) == code
         err = capsys.readouterr().err
         assert ("RuntimeError: a bug" in err and "unexpected error" in err) if code == 3 else \
             err.strip().splitlines()[-1] == "correlake: no answer", err
@@ -397,6 +398,7 @@ def test_a_full_disk_or_a_file_it_may_not_write_is_one_line_not_a_traceback(tmp_
     java = ("An error occurred while calling o2564.save.\n: org.apache.spark.SparkException: Task failed\n"
             "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2935)\n"
             "Caused by: java.io.IOException: No space left on device\n\tat java.base/java.io.FileOutputStream")
+    landing = write_landing(tmp_path / "landing", [m(1)], [])
     for error, line in ((OSError(errno.EACCES, "Permission denied", "/lake/_state/lock"),
                          "Permission denied: /lake/_state/lock"),
                         (RuntimeError(java), "java.io.IOException: No space left on device")):
@@ -404,9 +406,9 @@ def test_a_full_disk_or_a_file_it_may_not_write_is_one_line_not_a_traceback(tmp_
             raise error
 
         monkeypatch.setattr(driver, "call", failing)
-        assert cli.main(["run", "--landing", str(tmp_path), "--lake", str(tmp_path / "lake")]) == 2
+        assert cli.main(["run", "--landing", str(landing), "--lake", str(tmp_path / "lake")]) == 2
         err = capsys.readouterr().err
-        assert f"\ncorrelake: {line}; nothing of the run was published" in err and "Traceback" not in err
+        assert err.startswith(f"correlake: {line}; nothing of the run was published") and "Traceback" not in err
 
 
 def test_gzip_lines_are_read(tmp_path):
