@@ -6,6 +6,7 @@ import ipaddress
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import threading
@@ -63,6 +64,17 @@ def sorted_gold(spark, lake: str) -> dict[str, list[str]]:
     """Every gold table as its sorted rows (JSON): equal for equal contents in any order."""
     return {table: sorted(json.dumps(row, sort_keys=True, default=str) for row in rows)
             for table, rows in read_gold(spark, lake).items()}
+
+
+def as_revision_1(spark, lake: str) -> None:
+    """The lake as contract revision 1 left it: gold/as_of's instant on every gold/messages row."""
+    from pyspark.sql import functions as F
+
+    as_of = spark.read.format("delta").load(table_path(lake, "as_of")).first()["as_of"]
+    messages = spark.read.format("delta").load(table_path(lake, "messages")).withColumn("as_of", F.lit(as_of))
+    messages.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(
+        table_path(lake, "messages"))
+    shutil.rmtree(table_path(lake, "as_of"))
 
 
 def iso_to_millis(text: str | None) -> int | None:

@@ -6,20 +6,10 @@ from __future__ import annotations
 
 import shutil
 
-from pyspark.sql import functions as F
 
 from correlake.config import table_path
 from correlake.interfaces import cli
-from helpers import sorted_gold, versions
-
-
-def as_revision_1(spark, lake: str) -> None:
-    """The lake as revision 1 left it: gold/as_of's instant on every gold/messages row."""
-    as_of = spark.read.format("delta").load(table_path(lake, "as_of")).first()["as_of"]
-    messages = spark.read.format("delta").load(table_path(lake, "messages")).withColumn("as_of", F.lit(as_of))
-    messages.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(
-        table_path(lake, "messages"))
-    shutil.rmtree(table_path(lake, "as_of"))
+from helpers import as_revision_1, sorted_gold, versions
 
 
 def test_a_revision_1_lake_is_migrated_by_its_next_run(spark, small_demo, small_demo_gold, tmp_path, capsys):

@@ -11,10 +11,10 @@ import subprocess
 import sys
 import time
 
-from correlake.config import lake_state_dir, table_path
+from correlake.config import lake_state_dir
 from correlake.run import pipeline, unchanged
 from correlake.run.summary import summary
-from helpers import versions
+from helpers import as_revision_1, versions
 
 
 def test_a_run_with_nothing_to_do_needs_no_jvm(spark, small_demo, tmp_path):
@@ -35,7 +35,7 @@ def test_a_run_with_nothing_to_do_needs_no_jvm(spark, small_demo, tmp_path):
     assert versions(lake) == before and not (lake_state_dir(lake) / "lock").exists()
 
 
-def test_what_a_run_would_do_is_left_to_it(small_demo, tmp_path):
+def test_what_a_run_would_do_is_left_to_it(spark, small_demo, tmp_path):
     landing, lake = small_demo[0], tmp_path / "lake"
     shutil.copytree(small_demo[1], lake)
     as_of = unchanged.check(str(landing), str(lake)).as_of
@@ -52,5 +52,5 @@ def test_what_a_run_would_do_is_left_to_it(small_demo, tmp_path):
     assert unchanged.check(str(landing), str(lake)) is None  # a run to roll back
     (lake_state_dir(lake) / "inflight.json").unlink()
 
-    shutil.rmtree(table_path(lake, "as_of"))
+    as_revision_1(spark, str(lake))
     assert unchanged.check(str(landing), str(lake)) is None  # revision 1: a migration

@@ -34,6 +34,20 @@ def current(lake: str, version: int | None = None) -> int | None:
     return meta.latest(lake, "as_of", "as_of", version)
 
 
+def moves(lake: str, as_of: int | None, last_event_time: int | None) -> tuple[int | None, int | None]:
+    """Where a run with nothing new leaves gold's statuses: (the as_of it evaluates them at,
+    `as_of` if given, else the last event time; the lake's as_of before, if that moves it,
+    else None)."""
+    target = as_of if as_of is not None else last_event_time
+    before = current(lake)
+    return target, before if None not in (target, before) and target != before else None
+
+
+def needs_migration(lake: str) -> bool:
+    """Whether the lake is of contract revision 1: an `as_of` column on gold/messages."""
+    return "as_of" in meta.columns(lake, "messages")
+
+
 def refresh(spark: SparkSession, lake: str, before: int, after: int) -> int:
     """Move gold/messages' statuses from `before` to `after`: an UPDATE of the rows whose status
     crosses (`sql/refresh_statuses.sql`), not a rewrite of the table. Returns how many crossed."""
@@ -45,7 +59,7 @@ def migrate(spark: SparkSession, lake: str, run_id: str) -> bool:
     """A lake of contract revision 1 (an `as_of` column on gold/messages) brought to revision 2:
     its as_of recorded in gold/as_of and the column dropped, in one journalled step (one
     rewrite of gold/messages, once). False if the lake needed nothing."""
-    if "as_of" not in meta.columns(lake, "messages"):
+    if not needs_migration(lake):
         return False
     messages = spark.read.format("delta").load(table_path(lake, "messages"))
     with journalled(spark, lake, run_id):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import cached_property
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -87,6 +88,11 @@ class StagedRun:
             return None
         return self.spark.read.format("delta").option("versionAsOf", version).load(table_path(self.lake_dir, name))
 
+    @cached_property
+    def as_of_before(self) -> int | None:
+        """gold/as_of's instant in the run's snapshot of the lake (None: the lake has none yet)."""
+        return lake_as_of.current(self.lake_dir, self.plan.versions["as_of"])
+
     def _timed(self, label: str, work: Callable[[], None]) -> None:
         start = time.perf_counter()
         try:
@@ -121,7 +127,7 @@ class StagedRun:
         versions, result = self.plan.versions, self.result
         if result.rebuild:
             return writes.plan_writes(versions, rebuild=True, outbox_events=result.outbox_events)
-        before = lake_as_of.current(self.lake_dir, versions["as_of"])
+        before = self.as_of_before
         key_groups_changed = versions["key_groups"] < 0 or not self.frame("key_groups").isEmpty()
         return writes.plan_writes(versions, deployments=result.deployments, key_groups_changed=key_groups_changed,
                                   as_of_moved=result.as_of != before, as_of_before=before,
@@ -139,17 +145,16 @@ def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult
     """Nothing new: statuses move only if as_of does (an explicit --as-of, or back to the
     default), and with a delivery delay the outbox gets the events that fell due. A
     refresh is a run of no files, recorded in `_meta/runs`; a dry run changes nothing."""
-    target = as_of if as_of is not None else last_event_time
+    target, before = lake_as_of.moves(lake_dir, as_of, last_event_time)
     result = RunResult(None, nothing_new=True, as_of=target)
-    current = lake_as_of.current(lake_dir)
-    if target is None or current is None or target == current:
+    if before is None:
         return result
-    result.as_of_before = current
+    result.as_of_before = before
     if not dry_run:
         result.run_id = new_run_id()
         with journalled(spark, lake_dir, result.run_id):
-            events = fallen_due(spark, lake_dir, result.run_id, target, current)
-            result.statuses_changed = lake_as_of.refresh(spark, lake_dir, current, target)
+            events = fallen_due(spark, lake_dir, result.run_id, target, before)
+            result.statuses_changed = lake_as_of.refresh(spark, lake_dir, before, target)
             lake_as_of.record(spark, lake_dir, target, result.run_id)
             result.outbox_events = 0 if events is None else events.count()
             if result.outbox_events:

@@ -106,7 +106,7 @@ def _gold(run: StagedRun) -> None:
 def _outbox(run: StagedRun) -> None:
     """The outbox events that make the outbox agree with gold after this run."""
     events, run.result.outbox_backfilled = new_events(
-        run.spark, run.history, run.run_id, run.result.as_of, lambda: as_of.current(run.lake_dir, run.plan.versions["as_of"]), run.frame("correlations"),
+        run.spark, run.history, run.run_id, run.result.as_of, lambda: run.as_of_before, run.frame("correlations"),
         run.frame("touched_keys").select(*SCOPE), run.result.rebuild)
     run.result.outbox_events = run.store.put("outbox", events).count()
 

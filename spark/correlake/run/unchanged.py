@@ -9,8 +9,6 @@ from __future__ import annotations
 from correlake.lake import as_of as lake_as_of, meta
 from correlake.lake.journal import unfinished_run
 from correlake.lake.landing import new_files
-from correlake.lake.tables import is_table
-from correlake.config import table_path
 from correlake.run.result import RunResult
 
 
@@ -20,12 +18,11 @@ def check(landing: str, lake: str, as_of: int | None = None) -> RunResult | None
     the lake's lock."""
     if unfinished_run(lake) is not None:
         return None
-    if is_table(table_path(lake, "messages")) and not is_table(table_path(lake, "as_of")):
-        return None  # revision 1: the run migrates it
+    if lake_as_of.needs_migration(lake):
+        return None
     if new_files(landing, meta.ingested(lake)):
         return None
-    target = as_of if as_of is not None else meta.last_event_time(lake)
-    current = lake_as_of.current(lake)
-    if target is not None and current is not None and target != current:
-        return None  # the statuses are re-evaluated at the new as_of
+    target, before = lake_as_of.moves(lake, as_of, meta.last_event_time(lake))
+    if before is not None:  # the statuses are re-evaluated at the new as_of
+        return None
     return RunResult(None, nothing_new=True, as_of=target)
