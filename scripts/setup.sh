@@ -16,7 +16,7 @@ java_major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head
 [ -n "$java_major" ] && [ "$java_major" -ge 17 ] || die "Java 17+ is required, found: $(java -version 2>&1 | head -n1)"
 
 # Python environment
-extras="dev,airflow,analyst"
+extras="dev,airflow,analyst,s3"
 stamp="$state/venv.stamp"
 want="$(cat pyproject.toml | sha256sum | cut -c1-16)-$extras"
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then

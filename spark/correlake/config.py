@@ -149,6 +149,15 @@ class SparkSettings:
     bind_address: str = field(default_factory=lambda: _env("CORRELAKE_SPARK_BIND_ADDRESS", "127.0.0.1"))
 
 
+@dataclass(frozen=True)
+class S3Settings:
+    """Where an `s3a://` landing or lake is served. Credentials are AWS's own environment
+    variables (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN), read by each
+    client itself and never put in a configuration correlake prints or passes on."""
+    endpoint: str | None = field(default_factory=lambda: _env("CORRELAKE_S3_ENDPOINT"))  # None: AWS's own
+    region: str = field(default_factory=lambda: _env("AWS_REGION", _env("AWS_DEFAULT_REGION", "us-east-1")))
+
+
 def parse_conf(text: str) -> dict:
     """Parse "k1=v1,k2=v2" into a dict."""
     conf = {}
@@ -190,6 +199,7 @@ def default_max_quarantine_ratio() -> float:
 
 _MEMORY = re.compile(r"\d+(b|[kmgtp]b?)?", re.IGNORECASE)  # the JVM's and Spark's memory sizes
 _ADDRESS = re.compile(r"[\w.:-]+")  # a host name, an IPv4 or IPv6 address
+_ENDPOINT = re.compile(r"https?://[\w.-]+(:\d+)?/?")
 _MASTER = re.compile(r"local(\[(\d+|\*)(,\d+)?\])?|local-cluster\[\d+,\d+,\d+\]|(spark|k8s)://\S+|yarn")
 
 
@@ -210,6 +220,9 @@ def validate() -> None:
                           "local[N], spark://HOST:PORT, yarn, k8s://…)")
     if not _ADDRESS.fullmatch(settings.bind_address):
         raise ConfigError(f"CORRELAKE_SPARK_BIND_ADDRESS: {settings.bind_address!r} is not a host name or address")
+    endpoint = S3Settings().endpoint
+    if endpoint is not None and not _ENDPOINT.fullmatch(endpoint):
+        raise ConfigError(f"CORRELAKE_S3_ENDPOINT: {endpoint!r} is not an http(s)://HOST[:PORT] URL")
     default_max_quarantine_ratio()
     allowed_roots()
     delivery_delay_ms()
