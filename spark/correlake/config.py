@@ -193,6 +193,15 @@ def allowed_roots() -> list[Path]:
     return [root.resolve() for root in roots]
 
 
+def allowed_uris() -> list[str]:
+    """The object storage prefixes the Airflow DAGs' landing and lake may be under:
+    CORRELAKE_ALLOWED_URIS, comma-separated `s3a://BUCKET/PREFIX`s (none unless set)."""
+    uris = [part.strip().rstrip("/") for part in (_env("CORRELAKE_ALLOWED_URIS") or "").split(",") if part.strip()]
+    if bad := [uri for uri in uris if not is_uri(uri) or "/../" in f"{uri}/" or "/./" in f"{uri}/"]:
+        raise ConfigError(f"CORRELAKE_ALLOWED_URIS: {bad[0]!r} is not an s3a://BUCKET/PREFIX URI")
+    return uris
+
+
 def default_max_quarantine_ratio() -> float:
     return _env_number("CORRELAKE_MAX_QUARANTINE_RATIO", MAX_QUARANTINE_RATIO, float, 0.0, 1.0, "between 0 and 1")
 
@@ -225,12 +234,28 @@ def validate() -> None:
         raise ConfigError(f"CORRELAKE_S3_ENDPOINT: {endpoint!r} is not an http(s)://HOST[:PORT] URL")
     default_max_quarantine_ratio()
     allowed_roots()
+    allowed_uris()
     delivery_delay_ms()
 
 
+def is_uri(location: str | Path) -> bool:
+    """Whether `location` names object storage (`s3a://`, `s3://`) rather than a folder."""
+    return str(location).startswith(("s3a://", "s3://"))
+
+
+def absolute(location: str | Path) -> str:
+    """A folder's absolute path, links resolved, or an object storage URI (no trailing `/`)."""
+    return str(location).rstrip("/") if is_uri(location) else str(Path(location).resolve())
+
+
+def join(location: str, *parts: str) -> str:
+    """`location` / parts, for a folder or an object storage URI."""
+    return "/".join((absolute(location), *parts))
+
+
 def table_path(lake: str | Path, name: str) -> str:
-    """Absolute path of a lake table (Delta's SQL path identifiers must be absolute)."""
-    return str((Path(lake) / (TABLES | DELIVERY_TABLES)[name]).resolve())
+    """Absolute path (or URI) of a lake table (Delta's SQL path identifiers must be absolute)."""
+    return join(lake, (TABLES | DELIVERY_TABLES)[name])
 
 
 def lake_state_dir(lake: str | Path) -> Path:
@@ -238,14 +263,22 @@ def lake_state_dir(lake: str | Path) -> Path:
     return Path(lake) / "_state"
 
 
+def quality_dir(lake: str | Path) -> Path:
+    """The gates' Great Expectations files: `<lake>/_quality`, or for a lake in object storage
+    a local folder under CORRELAKE_HOME named for its URI (GX keeps them in local files)."""
+    if is_uri(lake):
+        return state_dir().resolve() / "quality" / absolute(lake).split("://", 1)[1]
+    return Path(lake).resolve() / "_quality"
+
+
 def data_docs_dir(lake: str | Path) -> Path:
     """The gates' Great Expectations Data Docs site of a lake."""
-    return Path(lake).resolve() / "_quality" / "data_docs"
+    return quality_dir(lake) / "data_docs"
 
 
 def validation_results_dir(lake: str | Path) -> Path:
     """The gates' validation results (JSON): their Data Docs pages live as long as they do."""
-    return Path(lake).resolve() / "_quality" / "validation_results"
+    return quality_dir(lake) / "validation_results"
 
 
 def demo_dir() -> Path:

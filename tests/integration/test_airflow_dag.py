@@ -135,7 +135,7 @@ def test_a_failing_gate_fails_its_task_stops_the_run_and_leaves_gold_unchanged(c
     assert states["prepare"] == states["bronze"] == "success" and states["gate_bronze"] == "failed"
     assert {states[t] for t in TASKS[3:]} == {"upstream_failed"}
     assert _gold_versions(lake) == before
-    assert list(staged_runs_dir(str(lake)).iterdir()) == []
+    assert list(Path(staged_runs_dir(str(lake))).iterdir()) == []
     assert "quarantined 1 of 11 records (9.09%) > max_quarantine_ratio 5.00%" in caplog.text  # the task's log
 
 
@@ -175,7 +175,7 @@ def test_a_dry_run_passes_the_gates_and_publishes_nothing(correlake_dag, airflow
     assert all(states[t] == "success" for t in TASKS[:7])
     assert states["publish"] == states["stats"] == "skipped"
     assert _gold_versions(lake) == before
-    assert list(staged_runs_dir(str(lake)).iterdir()) == []
+    assert list(Path(staged_runs_dir(str(lake))).iterdir()) == []
 
 
 def test_nothing_new_skips_the_run_and_a_dry_run_leaves_statuses_as_they_were(correlake_dag, airflow_run):

@@ -180,7 +180,7 @@ def test_staged_run_publishes_once_and_refuses_a_lake_that_moved(spark, world, t
     stale = stepwise.prepare(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
     stepwise.publish(spark, lake_dir, run_id)
     assert snapshot(spark, lake_dir) == reference
-    assert not (staged_runs_dir(lake_dir) / run_id).exists()
+    assert not (Path(staged_runs_dir(lake_dir)) / run_id).exists()
     with pytest.raises(LakeMoved, match="start a new one"):
         stepwise.publish(spark, lake_dir, stale)
     assert snapshot(spark, lake_dir) == reference

@@ -56,7 +56,7 @@ def test_a_stale_lock_is_taken_over_by_one_process_only(tmp_path):
 
         def take(n):
             start.wait()
-            if lock._take(str(tmp_path), {"pid": n, "host": "h", "started": time.time()}) is None:
+            if lock._take(str(tmp_path), json.dumps({"pid": n, "host": "h", "started": time.time()}))[0]:
                 winners.append(n)
 
         threads = [threading.Thread(target=take, args=(n,)) for n in range(8)]

@@ -8,6 +8,7 @@ import logging
 import os
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -28,10 +29,10 @@ def other_host(started: float = 0) -> dict:
 
 def test_a_live_holder_is_not_taken_over_however_old_its_lock(tmp_path):
     with lock.run_lock(str(tmp_path)):
-        path = lock.lock_path(str(tmp_path))
+        path = Path(lock.lock_path(str(tmp_path)))
         started = json.loads(path.read_text())["started"]
         while time.time() - started < 1.5 * STALE:
-            assert lock._take(str(tmp_path), other_host()) is not None
+            assert lock._take(str(tmp_path), json.dumps(other_host()))[1]
             time.sleep(BEAT)
         assert json.loads(path.read_text())["started"] == started
         with pytest.raises(lock.LakeBusy):
@@ -40,7 +41,7 @@ def test_a_live_holder_is_not_taken_over_however_old_its_lock(tmp_path):
 
 def test_a_lock_whose_heartbeat_stopped_is_taken_over_after_the_stale_time(tmp_path):
     (tmp_path / "_state").mkdir()
-    path = lock.lock_path(str(tmp_path))
+    path = Path(lock.lock_path(str(tmp_path)))
     path.write_text(json.dumps(other_host(started=time.time())))  # written once, never refreshed
     with pytest.raises(lock.LakeBusy, match="another-host"):
         lock.check_free(str(tmp_path))
@@ -53,11 +54,11 @@ def test_the_heartbeat_stops_when_the_lock_is_released(tmp_path):
     with lock.run_lock(str(tmp_path)):
         beating = [t for t in threading.enumerate() if t.name.startswith("correlake-lock-heartbeat")]
         assert len(beating) == 1 and beating[0].daemon
-        mtime = lock.lock_path(str(tmp_path)).stat().st_mtime_ns
-        while lock.lock_path(str(tmp_path)).stat().st_mtime_ns == mtime:  # it beats
+        mtime = Path(lock.lock_path(str(tmp_path))).stat().st_mtime_ns
+        while Path(lock.lock_path(str(tmp_path))).stat().st_mtime_ns == mtime:  # it beats
             time.sleep(BEAT / 4)
     assert not beating[0].is_alive()
-    assert not lock.lock_path(str(tmp_path)).exists()
+    assert not Path(lock.lock_path(str(tmp_path))).exists()
     lock.check_held(str(tmp_path))  # no lock held: nothing to have lost
 
 
@@ -65,9 +66,9 @@ def test_a_holder_that_lost_its_lock_notices_and_publishes_nothing(tmp_path, cap
     successor = other_host(started=time.time())
     with caplog.at_level(logging.ERROR, logger=lock.__name__):
         with lock.run_lock(str(tmp_path)):
-            heartbeat = lock._held[tmp_path.resolve()]
+            heartbeat = lock._held[str(tmp_path.resolve())]
             lock.check_held(str(tmp_path))
-            lock.lock_path(str(tmp_path)).write_text(json.dumps(successor))  # taken over, as stale
+            Path(lock.lock_path(str(tmp_path))).write_text(json.dumps(successor))  # taken over, as stale
             for _ in range(2):  # at once (the lock file read), and once the heartbeat has found out
                 with pytest.raises(lock.LockLost, match="lost the lock"):
                     with journal.journalled(None, str(tmp_path), "run-1"):  # before it writes anything
@@ -75,15 +76,20 @@ def test_a_holder_that_lost_its_lock_notices_and_publishes_nothing(tmp_path, cap
                 assert heartbeat.lost.wait(timeout=2)
             assert not (tmp_path / "_state" / "inflight.json").exists()
     assert "lost the lake's lock" in caplog.text
-    assert json.loads(lock.lock_path(str(tmp_path)).read_text()) == successor  # the successor's, kept
+    assert json.loads(Path(lock.lock_path(str(tmp_path))).read_text()) == successor  # the successor's, kept
 
 
 @pytest.mark.parametrize("command", [["run", "--landing", "{landing}"], ["maintain"]])
-def test_a_lake_on_object_storage_is_refused_before_any_work(tmp_path, capsys, command):
+def test_a_lake_at_another_uri_or_an_unreachable_store_is_refused_before_any_work(tmp_path, capsys, command,
+                                                                                   monkeypatch):
     from correlake.interfaces import cli
 
     (tmp_path / "messages").mkdir()
     args = [part.format(landing=tmp_path) for part in command]
+    assert cli.main([*args, "--lake", "gs://bucket/lake"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "gs://" in err and "S3-compatible object storage (s3a://" in err
+    monkeypatch.setenv("CORRELAKE_S3_ENDPOINT", "http://127.0.0.1:9")  # nothing listens there
     assert cli.main([*args, "--lake", "s3a://bucket/lake"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "s3a://" in err and "object storage is not supported" in err
+    assert err.count("\n") == 1 and err.startswith("correlake: cannot use s3a://bucket/lake as the lake: ")

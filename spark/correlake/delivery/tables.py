@@ -7,10 +7,11 @@ from functools import cache
 
 import pyarrow as pa
 import pyarrow.dataset as ds
-from deltalake import DeltaTable, QueryBuilder, write_deltalake
+from deltalake import QueryBuilder
 
-from correlake.config import DELIVERY_COMPACT_FILES, table_path
+from correlake.config import DELIVERY_COMPACT_FILES
 from correlake.contract import schemas
+from correlake.lake.deltars import append, table as _table
 
 # The outbox's columns a pass needs for every event (never `payload`: read for the sent ones only)
 OUTBOX_KEYS = ("event_id", "tenant_id", "correlation_key", "message_key", "sequence")
@@ -25,13 +26,6 @@ def arrow_schema(name: str) -> pa.Schema:
     struct = {"outbox": schemas.OUTBOX, "delivery_state": schemas.DELIVERY_STATE,
               "delivery_attempts": schemas.DELIVERY_ATTEMPT}[name]
     return to_arrow_schema(struct, timezone="UTC")
-
-
-def _table(lake: str, name: str, version: int | None = None) -> DeltaTable | None:
-    path = table_path(lake, name)
-    if not DeltaTable.is_deltatable(path):
-        return None
-    return DeltaTable(path) if version is None else DeltaTable(path, version=version)
 
 
 class Outbox:
@@ -109,7 +103,7 @@ def _rows(name: str, rows: list[dict]) -> pa.Table:
 def append_state(lake: str, rows: list[dict]) -> None:
     """Add rows of events not in `delivery/state` yet (no MERGE: they are new)."""
     if rows:
-        write_deltalake(table_path(lake, "delivery_state"), _rows("delivery_state", rows), mode="append")
+        append(lake, "delivery_state", _rows("delivery_state", rows))
 
 
 def merge_state(lake: str, rows: list[dict]) -> None:
@@ -126,7 +120,7 @@ def merge_state(lake: str, rows: list[dict]) -> None:
 
 def append_attempts(lake: str, rows: list[dict]) -> None:
     if rows:
-        write_deltalake(table_path(lake, "delivery_attempts"), _rows("delivery_attempts", rows), mode="append")
+        append(lake, "delivery_attempts", _rows("delivery_attempts", rows))
 
 
 def compact(lake: str) -> list[str]:

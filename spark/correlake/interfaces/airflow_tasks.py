@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from pathlib import Path
 from urllib.parse import quote
 
 from airflow.sdk import Variable
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from correlake.config import AIRFLOW_LOCK_WAIT_SECONDS, ConfigError, demo_dir, state_dir, table_path, validate
+from correlake.config import (AIRFLOW_LOCK_WAIT_SECONDS, ConfigError, absolute, demo_dir, state_dir, table_path,
+                              validate)
 from correlake.contract.parsing import BadRecord, parse_time
 from correlake.errors import UsageError
 from correlake.lake import maintenance, preflight
@@ -42,7 +42,7 @@ def locations() -> tuple[str, str]:
     lake = Variable.get("correlake_lake", default=str(state_dir() / "airflow" / "lake"))
     for name, path in (("correlake_landing", landing), ("correlake_lake", lake)):
         preflight.require_allowed(path, f"Airflow Variable {name}:")
-    return str(Path(landing).resolve()), str(Path(lake).resolve())
+    return absolute(landing), absolute(lake)
 
 
 def checked_inputs(context) -> tuple[str, str]:

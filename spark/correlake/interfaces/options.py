@@ -46,7 +46,7 @@ def out_file(text: str) -> str:
 
 
 def add_lake(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--lake", required=True, help="lake folder (Delta tables)")
+    parser.add_argument("--lake", required=True, help="lake folder (Delta tables), or s3a://BUCKET/PREFIX")
 
 
 def add_wait(parser: argparse.ArgumentParser) -> None:

@@ -5,14 +5,12 @@ rolled back to them (Delta `RESTORE`) by the next."""
 from __future__ import annotations
 
 import json
-import shutil
 from contextlib import contextmanager
-from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from correlake.config import TABLES, lake_state_dir, table_path
-from correlake.lake.files import state_dir, write_atomic
+from correlake.config import TABLES, table_path
+from correlake.lake.files import remove_tree, state
 from correlake.lake.lock import check_held
 from correlake.lake.sqlfiles import delta_table
 from correlake.lake.tables import version
@@ -26,16 +24,26 @@ class UnreadableJournal(RuntimeError):
     """The journal of an unfinished run cannot be read: what it wrote cannot be rolled back."""
 
 
-def journal_path(lake: str) -> Path:
-    return lake_state_dir(lake) / "inflight.json"
+JOURNAL, PUBLISHED = "inflight.json", "published.json"
+
+
+def journal_path(lake: str) -> str:
+    return state(lake).where(JOURNAL)
+
+
+def has_journal(lake: str) -> bool:
+    """Whether a run's journal is there (readable or not)."""
+    try:
+        return state(lake).read(JOURNAL) is not None
+    except OSError:
+        return True
 
 
 def unfinished_run(lake: str) -> str | None:
     """The id of a run that began to write and did not finish (crashed, killed), if any."""
     try:
-        return str(json.loads(journal_path(lake).read_text())["run_id"])
-    except FileNotFoundError:
-        return None
+        text = state(lake).read(JOURNAL)
+        return None if text is None else str(json.loads(text)["run_id"])
     except (OSError, ValueError, KeyError, TypeError):
         return UNREADABLE_JOURNAL
 
@@ -43,17 +51,12 @@ def unfinished_run(lake: str) -> str | None:
 def begin(lake: str, run_id: str) -> None:
     """Record every table's version before the run writes anything."""
     versions = {name: version(table_path(lake, name)) for name in TABLES}
-    state_dir(lake)
-    write_atomic(journal_path(lake), json.dumps({"run_id": run_id, "versions": versions}))
+    state(lake).write(JOURNAL, json.dumps({"run_id": run_id, "versions": versions}))
 
 
 def commit(lake: str) -> None:
-    journal_path(lake).unlink(missing_ok=True)
+    state(lake).delete(JOURNAL)
     mark_published(lake)
-
-
-def published_path(lake: str) -> Path:
-    return lake_state_dir(lake) / "published.json"
 
 
 def mark_published(lake: str) -> None:
@@ -61,15 +64,14 @@ def mark_published(lake: str) -> None:
     delivery pass) read, so that they never see a run's writes before it finished, nor
     writes a failed run rolled back. Called once no run is in flight (a commit, a rollback)."""
     versions = {name: version(table_path(lake, name)) for name in TABLES}
-    state_dir(lake)
-    write_atomic(published_path(lake), json.dumps({"versions": versions}))
+    state(lake).write(PUBLISHED, json.dumps({"versions": versions}))
 
 
 def published_version(lake: str, name: str) -> int | None:
     """The table's version as the last finished run left it (None: no run finished yet, or
     the record cannot be read). A time-travel read of it is consistent with gold."""
     try:
-        value = json.loads(published_path(lake).read_text())["versions"][name]
+        value = json.loads(state(lake).read(PUBLISHED))["versions"][name]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return value if isinstance(value, int) and value >= 0 else None
@@ -77,25 +79,24 @@ def published_version(lake: str, name: str) -> int | None:
 
 def rollback(spark: SparkSession, lake: str) -> str | None:
     """Undo the writes of an unfinished run (crashed or failed); return its id."""
-    journal = journal_path(lake)
-    if not journal.exists():
-        return None
     try:
-        entry = json.loads(journal.read_text())
+        if (text := state(lake).read(JOURNAL)) is None:
+            return None
+        entry = json.loads(text)
         run_id, versions = entry["run_id"], dict(entry["versions"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise UnreadableJournal(
-            f"the journal of an unfinished run, {journal}, cannot be read ({exc}): its writes cannot be rolled "
+            f"the journal of an unfinished run, {journal_path(lake)}, cannot be read ({exc}): its writes cannot be rolled "
             "back. Look at each table's DESCRIBE HISTORY, RESTORE what that run wrote, then remove the "
             "file") from None
     with interrupts_held():
         for name, before in versions.items():
             path = table_path(lake, name)
             if before < 0:  # the run created the table, or began to (a log with no commit yet)
-                shutil.rmtree(path, ignore_errors=True)
+                remove_tree(path)
             elif version(path) != before:
                 spark.sql(f"RESTORE TABLE {delta_table(path)} TO VERSION AS OF {before}")
-        journal.unlink()
+        state(lake).delete(JOURNAL)
         mark_published(lake)
     return run_id
 

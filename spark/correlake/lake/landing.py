@@ -6,9 +6,11 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
-from correlake.config import GZIP_RATIO, STREAMS, table_path
+from correlake.config import GZIP_RATIO, STREAMS, absolute, is_uri, join, table_path
 from correlake.errors import UsageError
+from correlake.lake import objectstore
 from correlake.text import escape
 
 SUFFIXES = (".jsonl", ".jsonl.gz")
@@ -71,9 +73,23 @@ def open_landing_file(path: str, root: str) -> int:
     return fd
 
 
+def open_file(file: LandingFile, buffer_size: int) -> BinaryIO:
+    """A landing file opened to read (`open_landing_file` for a folder's), or NotRead."""
+    if not is_uri(file.path):
+        return open(open_landing_file(file.path, file.root), "rb", buffering=buffer_size)
+    try:
+        return objectstore.open_object(file.path, buffer_size)
+    except FileNotFoundError:
+        raise NotRead("gone since it was listed") from None
+    except Exception as exc:  # refused, unreachable: read by a later run
+        raise NotRead(objectstore.why(exc)) from None
+
+
 def check_locations(landing: str, lake: str) -> None:
     """UsageError unless `landing` is a folder and not a lake, and `lake` is neither it nor
     inside its streams and is a folder that can be written (created if need be)."""
+    if is_uri(landing) or is_uri(lake):
+        return _check_uris(landing, lake)
     if not Path(landing).is_dir():
         raise UsageError(f"landing folder {landing} does not exist or is not a folder")
     if (not any((Path(landing) / stream).is_dir() for stream in STREAMS)
@@ -91,6 +107,43 @@ def check_locations(landing: str, lake: str) -> None:
         raise UsageError(f"cannot use {lake} as the lake folder: {exc.strerror}") from None
     if not os.access(lake_dir, os.W_OK | os.X_OK):
         raise UsageError(f"cannot use {lake} as the lake folder: not writable")
+
+
+def _check_uris(landing: str, lake: str) -> None:
+    """`check_locations` where the landing or the lake is in object storage (its buckets
+    reachable; a lake whose bucket is is written to as it is)."""
+    lake_at, landing_at = absolute(lake), absolute(landing)
+    if lake_at == landing_at or any(lake_at == join(landing, s) or lake_at.startswith(join(landing, s) + "/")
+                                    for s in STREAMS):
+        raise UsageError(f"the lake {lake} cannot be the landing {landing} or in its streams")
+    for location, what in ((landing, "landing"), (lake, "lake")):
+        if is_uri(location):
+            try:
+                objectstore.split(location)
+                objectstore.exists(location)
+            except Exception as exc:  # a bad URI, an unknown bucket, a refused or unreachable server
+                raise UsageError(f"cannot use {location} as the {what}: {objectstore.why(exc)}") from None
+        elif what == "landing" and not Path(location).is_dir():
+            raise UsageError(f"landing folder {landing} does not exist or is not a folder")
+        elif what == "lake":
+            Path(location).mkdir(parents=True, exist_ok=True)
+
+
+def _scan_objects(landing: str, stream: str) -> tuple[list[objectstore.Entry], list[tuple[str, str]]]:
+    """`_scan` in object storage: the objects under `<landing>/<stream>/`, where nothing is a
+    link and every object can be read."""
+    root = absolute(landing)
+    files, notes = [], []
+    for entry in objectstore.listing(join(landing, stream)):
+        relative = entry.key[len(objectstore.split(root)[1]):].lstrip("/")
+        parts = relative.split("/")
+        if why := next(filter(None, map(_unlisted, parts[1:])), None):
+            notes.append((escape(relative), why))
+        elif not parts[-1].endswith(SUFFIXES):
+            notes.append((escape(relative), ""))
+        else:
+            files.append(entry)
+    return files, notes
 
 
 def _scan(landing: str | Path, stream: str) -> tuple[list[str], list[tuple[str, str]]]:
@@ -156,6 +209,12 @@ def _unreadable(path: str, root: str) -> str | None:
 
 def list_files(landing: str | Path) -> list[LandingFile]:
     """Every readable `<landing>/<stream>/**/*.jsonl[.gz]`, sorted by path."""
+    if is_uri(landing):
+        bucket, root = objectstore.split(str(landing))[0], absolute(landing)
+        found = [LandingFile(stream, f"s3a://{bucket}/{entry.key}", entry.size,
+                             int(entry.modified_at.timestamp() * 1000), root)
+                 for stream in STREAMS for entry in _scan_objects(str(landing), stream)[0]]
+        return sorted(found, key=lambda f: f.path)
     found, root = [], os.path.realpath(landing)
     for stream in STREAMS:
         for found_path in _scan(landing, stream)[0]:
@@ -169,6 +228,11 @@ def unread(landing: str | Path) -> list[str]:
     """What a run will not read, for a warning (relative paths): first what needs a look
     (missing stream folders; hidden or unreadable files, with why), then files in the
     stream folders not named `*.jsonl[.gz]` and anything else at the landing's top."""
+    if is_uri(landing):
+        scans = {stream: _scan_objects(str(landing), stream) for stream in STREAMS}
+        problems = [f"{stream}/ (no such folder)" for stream, (found, notes) in scans.items() if not found + notes]
+        notes = sorted(note for _, found_notes in scans.values() for note in found_notes)
+        return problems + [f"{path} ({why})" for path, why in notes if why] + [path for path, why in notes if not why]
     others = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in Path(landing).iterdir()
                     if entry.name not in STREAMS)
     problems = []

@@ -67,7 +67,7 @@ def maintain(spark: SparkSession, lake_dir: str, retain_hours: float | None = No
     result = Maintenance(lake_dir, retain_hours, dry_run)
     with lock.run_lock(lake_dir, wait_seconds):
         if dry_run:
-            result.pending_run = journal.journal_path(lake_dir).exists()
+            result.pending_run = journal.has_journal(lake_dir)
         else:
             result.rolled_back = journal.rollback(spark, lake_dir)
         paths = {name: table_path(lake_dir, name) for name in TABLES if lake.is_table(table_path(lake_dir, name))}

@@ -9,17 +9,9 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
-from correlake.config import table_path
 from correlake.contract.schemas import RUNS, as_timestamps, with_millis
 from correlake.lake import tables
-
-
-def _table(lake: str, name: str, version: int | None = None) -> DeltaTable | None:
-    """The lake's table `name` (at `version`, else its latest), None if it has none (yet)."""
-    path = table_path(lake, name)
-    if version is not None and version < 0 or not DeltaTable.is_deltatable(path):
-        return None
-    return DeltaTable(path, version=version)
+from correlake.lake.deltars import table as _table
 
 
 def _columns(table: DeltaTable, *columns: str) -> pa.Table:

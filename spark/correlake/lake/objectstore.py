@@ -6,17 +6,16 @@ through boto3. Credentials are never set here: every client reads AWS's environm
 from __future__ import annotations
 
 import functools
+import io
 import re
+from dataclasses import dataclass
+from datetime import datetime
+from email.utils import parsedate_to_datetime
 from urllib.parse import urlsplit
 
 from correlake.config import S3Settings
 
 _URI = re.compile(r"s3a?://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])(?:/(?P<key>.*))?")
-
-
-def is_uri(location: str) -> bool:
-    """Whether `location` names object storage (`s3a://` or `s3://`) rather than a folder."""
-    return str(location).startswith(("s3a://", "s3://"))
 
 
 def split(uri: str) -> tuple[str, str]:
@@ -60,3 +59,88 @@ def client():
     """This process's S3 client for the configured endpoint."""
     settings = S3Settings()
     return _client(settings.endpoint, settings.region)
+
+
+MISSING = ("NoSuchKey", "404")
+REFUSED = ("PreconditionFailed", "412", "ConditionalRequestConflict", "409")  # a condition that failed
+
+
+def failed_with(exc: Exception, *codes: str) -> bool:
+    """Whether `exc` is the store's answer with one of these error codes."""
+    return str(getattr(exc, "response", {}).get("Error", {}).get("Code")) in codes
+
+
+def age(response: dict) -> float:
+    """Seconds since a got object was last written, by the store's clock (its `Date` header):
+    no skew with this machine's."""
+    now = parsedate_to_datetime(response["ResponseMetadata"]["HTTPHeaders"]["date"])
+    return (now - response["LastModified"]).total_seconds()
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str  # the object's full key
+    size: int
+    modified_at: datetime
+
+
+def listing(uri: str, recursive: bool = True) -> list[Entry]:
+    """The objects under `uri` (a folder-like prefix), at any depth or only directly in it."""
+    bucket, prefix = split(uri)
+    prefix = f"{prefix}/" if prefix else ""
+    pages = client().get_paginator("list_objects_v2").paginate(
+        Bucket=bucket, Prefix=prefix, **({} if recursive else {"Delimiter": "/"}))
+    return [Entry(item["Key"], item["Size"], item["LastModified"]) for page in pages
+            for item in page.get("Contents", [])]
+
+
+def exists(uri: str) -> bool:
+    """Whether any object lies under `uri`."""
+    bucket, prefix = split(uri)
+    return bool(client().list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/" if prefix else "", MaxKeys=1)
+                .get("KeyCount"))
+
+
+def delete_prefix(uri: str) -> None:
+    """Delete every object under `uri`."""
+    bucket, _ = split(uri)
+    keys = [{"Key": entry.key} for entry in listing(uri)]
+    for start in range(0, len(keys), 1000):  # DeleteObjects takes at most 1000 keys
+        client().delete_objects(Bucket=bucket, Delete={"Objects": keys[start:start + 1000], "Quiet": True})
+
+
+def why(exc: Exception) -> str:
+    """What went wrong, in one line (the store's error code and message, or the client's)."""
+    error = getattr(exc, "response", {}).get("Error", {})
+    return f"{error.get('Code', '')} {error.get('Message', '')}".strip() if error else str(exc)
+
+
+class _Body(io.RawIOBase):
+    """An object's body as a raw stream (what io.BufferedReader reads lines from)."""
+
+    def __init__(self, body):
+        self._body = body
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        data = self._body.read(len(buffer))
+        buffer[:len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._body.close()
+        super().close()
+
+
+def open_object(uri: str, buffer_size: int) -> io.BufferedReader:
+    """The object at `uri`, streamed as it is read; FileNotFoundError if it is gone."""
+    bucket, key = split(uri)
+    try:
+        body = client().get_object(Bucket=bucket, Key=key)["Body"]
+    except Exception as exc:
+        if failed_with(exc, *MISSING):
+            raise FileNotFoundError(uri) from None
+        raise
+    return io.BufferedReader(_Body(body), buffer_size=buffer_size)

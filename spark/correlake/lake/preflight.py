@@ -8,8 +8,9 @@ import os
 import re
 from pathlib import Path
 
-from correlake.config import DELTA_RETAIN_HOURS, allowed_roots
+from correlake.config import DELTA_RETAIN_HOURS, absolute, allowed_roots, allowed_uris, is_uri, table_path
 from correlake.errors import UsageError
+from correlake.lake import objectstore, tables
 from correlake.lake.landing import check_locations, unread_warning
 from correlake.text import escape
 
@@ -18,10 +19,11 @@ def check_run(landing: str | None, lake: str) -> str | None:
     """Before a run over `landing`, or a rebuild (None): UsageError unless the landing and
     the lake can be used (the lake folder is created if need be), or the lake holds bronze
     to rebuild from. Returns the warning naming what the landing holds that a run will not read."""
-    require_posix(lake)
+    require_supported(lake)
     if landing is None:
         require_bronze(lake)
         return None
+    require_supported(landing)
     check_locations(landing, lake)
     return unread_warning(landing)
 
@@ -29,30 +31,48 @@ def check_run(landing: str | None, lake: str) -> str | None:
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-def require_posix(lake: str | Path) -> None:
-    """UsageError if the lake is a URI (s3a://, gs://, abfss://, file://): the lake's lock and
-    journal need a POSIX file system's flock and atomic rename, which object storage has not."""
-    if match := _URI.match(str(lake)):
-        raise UsageError(f"the lake {lake} is a URI ({match.group()}): correlake's lake must be a local or "
-                         "POSIX (e.g. NFS) folder path; object storage is not supported (no flock, no atomic rename)")
+def require_supported(location: str | Path) -> None:
+    """UsageError unless `location` is a folder path (local or POSIX, e.g. NFS: its lock is an
+    `flock`) or S3-compatible object storage, `s3a://BUCKET/PREFIX` (its lock a conditional
+    write), with boto3 installed (the [s3] extra); not another URI (gs://, abfss://, file://)."""
+    if is_uri(location):
+        try:
+            objectstore.split(str(location))
+            import boto3  # noqa: F401  the [s3] extra
+        except (ValueError, ImportError) as exc:
+            raise UsageError(f"cannot use {location}: {exc}") from None
+    elif match := _URI.match(str(location)):
+        raise UsageError(f"{location} is a URI ({match.group()}): correlake's lake and landing are folder paths "
+                         "(local or POSIX, e.g. NFS) or S3-compatible object storage (s3a://BUCKET/PREFIX)")
 
 
 def require_folder(lake: str | Path) -> None:
-    """UsageError unless the lake folder exists (a command that reads a lake, not a run)."""
-    require_posix(lake)
-    if not Path(lake).is_dir():
-        raise UsageError(f"lake folder {lake} does not exist")
+    """UsageError unless the lake exists (a command that reads a lake, not a run)."""
+    require_supported(lake)
+    try:
+        found = tables.is_table(table_path(lake, "runs")) if is_uri(lake) else Path(lake).is_dir()
+    except Exception as exc:  # an unknown bucket, a refused or unreachable server
+        raise UsageError(f"cannot use {lake} as the lake: {objectstore.why(exc)}") from None
+    if not found:
+        raise UsageError(f"lake {'' if is_uri(lake) else 'folder '}{lake} does not exist")
 
 
 def require_bronze(lake: str) -> None:
     """A rebuild's source: UsageError if the lake holds no bronze."""
-    if not (Path(lake) / "bronze").is_dir():
+    if not any(tables.is_table(table_path(lake, name)) for name in ("bronze_messages", "bronze_workflow_events")):
         raise UsageError(f"{lake} holds no bronze tables to rebuild from")
 
 
 def require_allowed(path: str | Path, what: str) -> None:
     """UsageError unless `path`, links resolved, is in one of the allowed roots (a folder an
-    Airflow user names in a Variable: `config.allowed_roots`)."""
+    Airflow user names in a Variable: `config.allowed_roots`), or a URI under an allowed one
+    (`config.allowed_uris`)."""
+    if is_uri(path):
+        uri, uris = absolute(path), allowed_uris()
+        if "/../" in f"{uri}/" or "/./" in f"{uri}/" or not any(uri.startswith(f"{root}/") for root in uris):
+            raise UsageError(f"{what} {escape(uri)} is not under an allowed URI "
+                             f"({', '.join(uris) or 'none'}: CORRELAKE_ALLOWED_URIS in the workers' environment)")
+        return
     real, roots = Path(path).resolve(), allowed_roots()
     if not any(real.is_relative_to(root) for root in roots):
         raise UsageError(f"{what} {escape(str(path))} is outside the allowed root "

@@ -3,11 +3,10 @@ journal that makes a run all-or-nothing: `journal.py`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from pyspark.sql import DataFrame
 
 from correlake.config import DELETION_VECTOR_TABLES, table_path
+from correlake.lake.files import names
 
 
 def is_table(path: str) -> bool:
@@ -16,10 +15,7 @@ def is_table(path: str) -> bool:
 
 def version(path: str) -> int:
     """The table's latest version (-1 if none), from its commit files: no Spark job."""
-    log = Path(path) / "_delta_log"
-    if not log.is_dir():
-        return -1
-    commits = [int(p.stem) for p in log.glob("*.json") if p.stem.isdigit()]
+    commits = [int(name[:-5]) for name in names(f"{path}/_delta_log") if name.endswith(".json") and name[:-5].isdigit()]
     return max(commits, default=-1)
 
 

@@ -5,16 +5,12 @@ one process runs every stage (`MemoryStore`), as Parquet under
 from __future__ import annotations
 
 import json
-import shutil
-import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 
 from pyspark.sql import DataFrame, SparkSession
 
-from correlake.config import (INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY, STAGED_RUN_MAX_AGE_SECONDS, TABLES,
-                              lake_state_dir)
-from correlake.lake.files import write_atomic
+from correlake.config import INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY, STAGED_RUN_MAX_AGE_SECONDS, TABLES, join
+from correlake.lake.files import folder_ages, remove_tree, state
 from correlake.lake.landing import LandingFile
 from correlake.run.result import RunResult
 
@@ -77,53 +73,47 @@ class MemoryStore:
 
 
 class DiskStore:
-    """Frames staged as Parquet under the run's folder: each stage may be its own process."""
+    """Frames staged as Parquet under the run's folder, in the lake (a folder or object
+    storage): each stage may be its own process, on its own machine."""
 
-    def __init__(self, root: Path):
-        self.root = root
+    def __init__(self, lake: str, run_id: str):
+        self.lake, self.name = lake, f"runs/{run_id}"
+        self.root = join(lake, "_state", "runs", run_id)
 
     def put(self, name: str, df: DataFrame, narrow: bool = False) -> DataFrame:
         """Write `df` (narrow or not: the next stage may be another process)."""
-        path = str(self.root / name)
-        df.write.mode("overwrite").parquet(path)
-        return df.sparkSession.read.parquet(path)
+        df.write.mode("overwrite").parquet(f"{self.root}/{name}")
+        return df.sparkSession.read.parquet(f"{self.root}/{name}")
 
     def get(self, spark: SparkSession, name: str) -> DataFrame:
-        return spark.read.parquet(str(self.root / name))
+        return spark.read.parquet(f"{self.root}/{name}")
 
     def save_plan(self, plan: Plan) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.root / "plan.json", plan.to_json())
+        state(self.lake).write(f"{self.name}/plan.json", plan.to_json())
 
     def has_plan(self) -> bool:
-        return (self.root / "plan.json").exists()
+        return state(self.lake).read(f"{self.name}/plan.json") is not None
 
     def load_plan(self) -> Plan:
-        if not self.has_plan():
+        if (text := state(self.lake).read(f"{self.name}/plan.json")) is None:
             raise FileNotFoundError(f"no staged run at {self.root} (discarded, published, or never prepared)")
-        return Plan.from_json((self.root / "plan.json").read_text())
+        return Plan.from_json(text)
 
     def clear(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_tree(self.root)
 
 
-def staged_runs_dir(lake_dir: str) -> Path:
-    return lake_state_dir(lake_dir) / "runs"
+def staged_runs_dir(lake: str) -> str:
+    return join(lake, "_state", "runs")
 
 
-def staged_run(lake_dir: str, run_id: str) -> DiskStore:
+def staged_run(lake: str, run_id: str) -> DiskStore:
     """Where run `run_id` of the lake is staged."""
-    return DiskStore(staged_runs_dir(lake_dir) / run_id)
+    return DiskStore(lake, run_id)
 
 
-def forget_old_staged_runs(lake_dir: str) -> None:
+def forget_old_staged_runs(lake: str) -> None:
     """Delete what runs staged more than STAGED_RUN_MAX_AGE_SECONDS ago (abandoned)."""
-    root = staged_runs_dir(lake_dir)
-    if root.is_dir():
-        for staged in root.iterdir():
-            try:
-                age = time.time() - staged.stat().st_mtime
-            except FileNotFoundError:  # discarded meanwhile by another run
-                continue
-            if age > STAGED_RUN_MAX_AGE_SECONDS:
-                shutil.rmtree(staged, ignore_errors=True)
+    for run_id, age in folder_ages(staged_runs_dir(lake)).items():
+        if age > STAGED_RUN_MAX_AGE_SECONDS:
+            remove_tree(f"{staged_runs_dir(lake)}/{run_id}")

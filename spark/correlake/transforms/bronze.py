@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from correlake.config import LONG_LINE_RAW_BYTES, MAX_LINE_BYTES, PARSED_BATCH_BYTES
-from correlake.lake.landing import LandingFile, NotRead, open_landing_file
+from correlake.lake.landing import LandingFile, NotRead, open_file
 from correlake.contract.parsing import BadRecord, parse_line
 from correlake.contract.schemas import PARSED, STREAM_FIELDS, STREAM_TIME
 from correlake.transforms.sequential import to_batches
@@ -129,15 +129,15 @@ def parse_file(stream: str, path: str, file: BinaryIO) -> Iterator[dict]:
 
 
 def read_file(file: LandingFile) -> Iterator[dict]:
-    """`parse_file`'s rows of a landing file, opened safely (`open_landing_file`); a file
+    """`parse_file`'s rows of a landing file, opened safely (`landing.open_file`); a file
     that may not be read: one row, no `_line` and why as `reason` (a run does not count
     it as read, nor record it as ingested: `RunResult.count_lines`, `stages._bronze`)."""
     try:
-        fd = open_landing_file(file.path, file.root)
+        opened = open_file(file, _GZIP_CHUNK)
     except NotRead as exc:
         yield {"stream": file.stream, "_source_file": file.path, "_line": None, "reason": str(exc)}
         return
-    with open(fd, "rb", buffering=_GZIP_CHUNK) as opened:
+    with opened:
         yield from parse_file(file.stream, file.path, opened)
 
 

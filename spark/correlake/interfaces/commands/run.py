@@ -5,9 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
-
-from correlake.config import MAX_QUARANTINE_RATIO
+from correlake.config import MAX_QUARANTINE_RATIO, absolute
 from correlake.errors import EXIT_GATE, EXIT_OK, EXIT_USAGE
 from correlake.interfaces import options
 from correlake.lake import preflight
@@ -15,7 +13,7 @@ from correlake.lake import preflight
 
 def add_parser(sub) -> argparse.ArgumentParser:
     parser = sub.add_parser("run", help="ingest new landing files and update silver and gold")
-    parser.add_argument("--landing", required=True, help="landing folder (messages/, workflow_events/)")
+    parser.add_argument("--landing", required=True, help="landing folder (messages/, workflow_events/), or s3a://BUCKET/PREFIX")
     options.add_lake(parser)
     parser.add_argument("--max-quarantine-ratio", type=options.ratio, default=None,
                         help="fail when more than this share of the records read is quarantined "
@@ -41,7 +39,7 @@ def execute(landing: str | None, lake: str, as_of: int | None = None, max_quaran
         print(warning, file=sys.stderr)
     started = time.perf_counter()
     # absolute paths: a driver has its own working directory
-    landing, lake = (None if landing is None else str(Path(landing).resolve())), str(Path(lake).resolve())
+    landing, lake = (None if landing is None else absolute(landing)), absolute(lake)
     try:
         if not wait:
             check_free(lake)  # before Spark starts
