@@ -22,7 +22,7 @@ from deltalake import DeltaTable
 from correlake.config import table_path
 from correlake.delivery.events import partition_of
 from correlake.interfaces import cli
-from correlake.lake.files import flocked, state_dir
+from correlake.lake.lock import held
 from delivery_helpers import TENANT, Receiver, event, write_outbox
 
 FAST_RETRY = ["--retry-base", "0.01", "--retry-cap", "0.05"]
@@ -184,7 +184,7 @@ def test_requeue_by_message_key(lake, receiver, capsys):
 
 
 def test_a_second_pass_at_the_same_time_sends_nothing(lake, receiver, capsys):
-    with flocked(state_dir(lake) / "delivery.lock"):
+    with held(lake, "delivery.lock"):
         code, _ = deliver(lake, receiver)
     err = capsys.readouterr().err
     assert code == 0 and "another delivery pass holds" in err and "sent nothing" in err

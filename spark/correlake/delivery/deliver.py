@@ -24,9 +24,11 @@ from correlake.delivery import tables
 from correlake.delivery.events import DEAD_LETTERS, FINAL, PENDING, STATUSES, Event, Sink, partition_of
 from correlake.delivery.ledger import REQUEUED, Ledger, Policy, Tracked, clocks
 from correlake.lake import journal
-from correlake.lake.files import Held, flocked, state_dir, write_atomic
+from correlake.lake.files import state
+from correlake.lake.lock import LakeBusy, held, lock_path
 
 OPEN = tuple(s for s in STATUSES if s not in FINAL)
+DELIVERY_LOCK, MARKS = "delivery.lock", "delivery.json"  # in the lake's _state
 
 
 class DeliveryBusy(RuntimeError):
@@ -68,10 +70,10 @@ def deliver(lake: str, sink: Sink, settings: Settings) -> PassResult:
     """One pass (raises DeliveryBusy when another holds the lock)."""
     started = time.monotonic()
     try:
-        with flocked(state_dir(lake) / "delivery.lock", wait=False):
+        with held(lake, DELIVERY_LOCK):
             result = _pass(lake, sink, settings, started)
-    except Held:
-        raise DeliveryBusy(f"another delivery pass holds {state_dir(lake) / 'delivery.lock'}; "
+    except LakeBusy:
+        raise DeliveryBusy(f"another delivery pass holds {lock_path(lake, DELIVERY_LOCK)}; "
                            "this one sent nothing") from None
     result.seconds = time.monotonic() - started
     return result
@@ -128,14 +130,14 @@ def _marks(lake: str) -> dict:
     """`_state/delivery.json`: the last pass's `partitions`; `registered`, the outbox version
     whose events all have their `delivery/state` rows (and that table's id)."""
     try:
-        marks = json.loads((state_dir(lake) / "delivery.json").read_text())
+        marks = json.loads(state(lake).read(MARKS) or "{}")
     except (OSError, ValueError):
         return {}
     return marks if isinstance(marks, dict) else {}
 
 
 def _mark(lake: str, **values) -> None:
-    write_atomic(state_dir(lake) / "delivery.json", json.dumps(_marks(lake) | values))
+    state(lake).write(MARKS, json.dumps(_marks(lake) | values))
 
 
 def _record(lake: str, ledger: Ledger, moment: datetime) -> None:

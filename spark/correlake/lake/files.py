@@ -5,6 +5,7 @@ where the store checks them itself (conditional writes: `If-None-Match`, `If-Mat
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import shutil
@@ -16,6 +17,8 @@ from pathlib import Path
 
 from correlake.config import is_uri, lake_state_dir
 from correlake.lake import objectstore
+
+ABANDONED_SECONDS = 60  # a temporary file of write_atomic this old was left by a killed process
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -108,7 +111,9 @@ class LocalState:
             if (lake_state_dir(self.lake) / name).exists():
                 return None
             for tmp in lake_state_dir(self.lake).glob(".*.tmp"):  # left by a process killed as it wrote
-                tmp.unlink(missing_ok=True)
+                with contextlib.suppress(FileNotFoundError):
+                    if time.time() - tmp.stat().st_mtime > ABANDONED_SECONDS:  # not one being written
+                        tmp.unlink()
             self.write(name, text)
         return text
 

@@ -40,8 +40,8 @@ class LockLost(LakeBusy):
     """This process held the lake's lock, and another run took it over."""
 
 
-def lock_path(lake: str) -> str:
-    return state(lake).where(LOCK)
+def lock_path(lake: str, name: str = LOCK) -> str:
+    return state(lake).where(name)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -74,33 +74,33 @@ def _holder(seen: Seen | None) -> dict | None:
     return None if _stale(holder, seen.age) else holder
 
 
-def _seen(lake: str) -> Seen | None:
+def _seen(lake: str, name: str) -> Seen | None:
     """The lock as it is now. A lock that cannot be read is held, by someone it cannot name."""
     try:
-        return state(lake).seen(LOCK)
+        return state(lake).seen(name)
     except OSError:
         return Seen("", "", 0.0)
 
 
-def _take(lake: str, me: str) -> tuple[str | None, dict | None]:
-    """Take the lake's lock (free or stale): (its tag, None); else (None, who holds it)."""
-    seen = _seen(lake)
+def _take(lake: str, me: str, name: str = LOCK) -> tuple[str | None, dict | None]:
+    """Take the lake's lock `name` (free or stale): (its tag, None); else (None, who holds it)."""
+    seen = _seen(lake, name)
     if (holder := _holder(seen)) is not None:
         return None, holder
     files = state(lake)
-    tag = files.create(LOCK, me) if seen is None else files.replace(LOCK, me, seen.tag)
+    tag = files.create(name, me) if seen is None else files.replace(name, me, seen.tag)
     return tag, None if tag is not None else {}  # None: another taker was first
 
 
-def _busy(lake: str, holder: dict) -> LakeBusy:
-    return LakeBusy(f"another correlake run holds {lock_path(lake)} (pid {holder.get('pid')} on "
-                    f"{holder.get('host')}); try again when it has finished")
+def _busy(lake: str, holder: dict, name: str = LOCK) -> LakeBusy:
+    return LakeBusy(f"another correlake {'run' if name == LOCK else 'process'} holds {lock_path(lake, name)} "
+                    f"(pid {holder.get('pid')} on {holder.get('host')}); try again when it has finished")
 
 
 def check_free(lake: str) -> None:
     """LakeBusy now if a run holds the lake's lock: a quick answer before a slow start
     (`run_lock` still takes the lock)."""
-    if (holder := _holder(_seen(lake))) is not None:
+    if (holder := _holder(_seen(lake, LOCK))) is not None:
         raise _busy(lake, holder)
 
 
@@ -108,22 +108,23 @@ class _Heartbeat(threading.Thread):
     """Rewrites the lock `me` holds every LOCK_HEARTBEAT_SECONDS until `stopped`; sets `lost`
     (and stops) when the lock is no longer `me`'s."""
 
-    def __init__(self, lake: str, me: str, tag: str):
-        super().__init__(name=f"correlake-lock-heartbeat {lake}", daemon=True)  # dies with its process
-        self.lake, self.me, self.tag = lake, me, tag
+    def __init__(self, lake: str, name: str, me: str, tag: str):
+        super().__init__(name=f"correlake-lock-heartbeat {lake} {name}", daemon=True)  # dies with its process
+        self.lake, self.name, self.me, self.tag = lake, name, me, tag
         self.stopped, self.lost = threading.Event(), threading.Event()
 
     def run(self) -> None:
         while not self.stopped.wait(LOCK_HEARTBEAT_SECONDS):
             try:
-                tag = state(self.lake).replace(LOCK, self.me, self.tag)
+                tag = state(self.lake).replace(self.name, self.me, self.tag)
             except OSError as exc:  # a passing failure (a full disk, a lost connection): the next beat tries again
-                log.warning("cannot refresh the lake's lock %s: %s", lock_path(self.lake), exc)
+                log.warning("cannot refresh the lake's lock %s: %s", lock_path(self.lake, self.name), exc)
                 continue
             if tag is None:
                 self.lost.set()
                 log.error("this run lost the lake's lock %s: its heartbeat stopped for over %s s and another "
-                          "run took it over; it will publish nothing", lock_path(self.lake), LOCK_STALE_SECONDS)
+                          "run took it over; it will publish nothing", lock_path(self.lake, self.name),
+                          LOCK_STALE_SECONDS)
                 return
             self.tag = tag
 
@@ -147,20 +148,31 @@ def check_held(lake: str) -> None:
 
 
 @contextmanager
-def run_lock(lake: str, wait_seconds: float = 0.0):
-    """Hold the lake's lock, its heartbeat beating: one run at a time. A stale lock is taken over."""
+def held(lake: str, name: str, wait_seconds: float = 0.0):
+    """Hold the lake's lock `name` (a file of its `_state`), its heartbeat beating: one holder
+    at a time. A stale lock is taken over. Yields the heartbeat."""
     me = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()})
     deadline = time.time() + wait_seconds
-    while (taken := _take(lake, me))[0] is None:
+    while (taken := _take(lake, me, name))[0] is None:
         if time.time() >= deadline:
-            raise _busy(lake, taken[1])
+            raise _busy(lake, taken[1], name)
         time.sleep(1.0)
-    heartbeat = _held[absolute(lake)] = _Heartbeat(lake, me, taken[0])
+    heartbeat = _Heartbeat(lake, name, me, taken[0])
     heartbeat.start()
     try:
-        yield
+        yield heartbeat
     finally:
         heartbeat.stopped.set()
         heartbeat.join()
-        del _held[absolute(lake)]
-        state(lake).remove(LOCK, heartbeat.tag)  # its own lock only (one taken over from it, as stale, is another's)
+        state(lake).remove(name, heartbeat.tag)  # its own lock only (one taken over from it, as stale, is another's)
+
+
+@contextmanager
+def run_lock(lake: str, wait_seconds: float = 0.0):
+    """Hold the lake's run lock: one run (or maintenance) at a time."""
+    with held(lake, LOCK, wait_seconds) as heartbeat:
+        _held[absolute(lake)] = heartbeat
+        try:
+            yield
+        finally:
+            del _held[absolute(lake)]
