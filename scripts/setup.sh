@@ -1,8 +1,17 @@
 #!/usr/bin/env bash
 # Idempotent project set-up: checks Java, creates .venv with the pinned packages,
-# fetches the Delta Lake JARs from Maven Central into .local/jars.
+# fetches the Delta Lake JARs from Maven Central into .local/jars; with --s3, also the
+# JARs Spark needs for s3a:// (hadoop-aws and the AWS SDK bundle, some 660 MB) into
+# .local/jars-s3 (make test does; the demo does not need them).
 # A second run with nothing changed is fast and needs no network.
 set -euo pipefail
+s3=0
+for arg in "$@"; do
+  case "$arg" in
+    --s3) s3=1 ;;
+    *) echo "usage: scripts/setup.sh [--s3]" >&2; exit 2 ;;
+  esac
+done
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 state=".local"
@@ -28,25 +37,29 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
   echo "$want" > "$stamp"
 fi
 
-# Delta JARs (not on PyPI): resolved by Maven, minus what PySpark already ships.
-jars="$state/jars"
-jar_stamp="$jars/.stamp"
-jar_want="$(sha256sum tools/delta-jars/pom.xml | cut -c1-16)"
-if [ "$(cat "$jar_stamp" 2>/dev/null)" != "$jar_want" ]; then
-  command -v mvn >/dev/null 2>&1 || die "Maven is required to fetch the Delta JARs ('apt-get install maven')"
-  echo "correlake setup: fetching Delta JARs with Maven ..."
-  tmp="$state/jars.tmp"
+# JARs (not on PyPI): `fetch_jars POM FOLDER WHAT` resolves POM's dependencies with Maven
+# into FOLDER, minus what PySpark already ships; again only when POM changes (FOLDER/.stamp).
+fetch_jars() {
+  local pom="$1" jars="$state/$2" what="$3"
+  local want tmp pyspark_jars f artifact
+  want="$(sha256sum "$pom" | cut -c1-16)"
+  [ "$(cat "$jars/.stamp" 2>/dev/null)" != "$want" ] || return 0
+  command -v mvn >/dev/null 2>&1 || die "Maven is required to fetch the $what ('apt-get install maven')"
+  echo "correlake setup: fetching the $what with Maven ..."
+  tmp="$jars.tmp"
   rm -rf "$tmp" && mkdir -p "$tmp"
   # Maven 3.8 prints colour codes even with -q -B: its output is shown only when it fails
-  mvn -q -B -f tools/delta-jars/pom.xml dependency:copy-dependencies \
+  mvn -q -B -f "$pom" dependency:copy-dependencies \
       -DincludeScope=runtime -DoutputDirectory="$root/$tmp" >"$state/maven.log" 2>&1 \
-    || { cat "$state/maven.log" >&2; die "Maven could not fetch the Delta JARs (is Maven Central reachable?)"; }
+    || { cat "$state/maven.log" >&2; die "Maven could not fetch the $what (is Maven Central reachable?)"; }
   pyspark_jars="$(.venv/bin/python -c 'import os, pyspark; print(os.path.join(os.path.dirname(pyspark.__file__), "jars"))')"
   rm -rf "$jars" && mkdir -p "$jars"
   for f in "$tmp"/*.jar; do
     artifact="$(basename "$f" .jar | sed 's/-[0-9][0-9.]*\(-[0-9A-Za-z]*\)\{0,1\}$//')"
-    compgen -G "$pyspark_jars/${artifact}-[0-9]*" >/dev/null || cp "$f" "$jars/"
+    compgen -G "$pyspark_jars/${artifact}-[0-9]*" >/dev/null || mv "$f" "$jars/"
   done
   rm -rf "$tmp"
-  echo "$jar_want" > "$jar_stamp"
-fi
+  echo "$want" > "$jars/.stamp"
+}
+fetch_jars tools/delta-jars/pom.xml jars "Delta JARs"
+[ "$s3" = 0 ] || fetch_jars tools/s3-jars/pom.xml jars-s3 "S3 JARs (hadoop-aws, AWS SDK)"
