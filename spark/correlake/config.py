@@ -3,6 +3,10 @@
 Environment variables:
   CORRELAKE_HOME            project-local state folder (default: <project>/.local)
   CORRELAKE_JARS            folder with the Delta JARs (default: $CORRELAKE_HOME/jars)
+  CORRELAKE_S3_JARS         folder with the JARs of s3a:// (scripts/setup.sh --s3; default:
+                            $CORRELAKE_HOME/jars-s3; without them, no s3a://)
+  CORRELAKE_S3_ENDPOINT     an S3-compatible server's URL (default: AWS's own); credentials
+                            are AWS's environment variables (docs/configuration.md)
   CORRELAKE_SPARK_MASTER    Spark master (default: local[*])
   CORRELAKE_SPARK_CONF      extra Spark conf, "k1=v1,k2=v2"
   CORRELAKE_SPARK_BIND_ADDRESS   address the Spark driver listens on and gives its executors
@@ -141,6 +145,7 @@ def state_dir() -> Path:
 class SparkSettings:
     master: str = field(default_factory=lambda: _env("CORRELAKE_SPARK_MASTER", "local[*]"))
     jars_dir: Path = field(default_factory=lambda: Path(_env("CORRELAKE_JARS", str(state_dir() / "jars"))))
+    s3_jars_dir: Path = field(default_factory=lambda: Path(_env("CORRELAKE_S3_JARS", str(state_dir() / "jars-s3"))))
     shuffle_partitions: int = field(default_factory=lambda: _env_number(
         "CORRELAKE_SHUFFLE_PARTITIONS", 4, int, 1, math.inf, "a whole number, 1 or more"))
     # the heap; the JVM's resident memory is about 0.6 GB more (metaspace, code cache, Arrow buffers)

@@ -14,7 +14,8 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
-from correlake.config import CANCEL_SECONDS, WRITE_THREADS, SparkSettings, state_dir
+from correlake.config import CANCEL_SECONDS, WRITE_THREADS, S3Settings, SparkSettings, state_dir
+from correlake.lake import objectstore
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 LOG_LEVEL = "ERROR"
@@ -34,6 +35,11 @@ def delta_jars(settings: SparkSettings) -> list[str]:
     return jars
 
 
+def s3_jars(settings: SparkSettings) -> list[str]:
+    """The JARs of `s3a://` (hadoop-aws, the AWS SDK bundle: scripts/setup.sh --s3), if fetched."""
+    return sorted(str(p) for p in settings.s3_jars_dir.glob("*.jar"))
+
+
 def get_spark(settings: SparkSettings | None = None):
     """Return the active SparkSession, creating it with Delta enabled if needed."""
     from pyspark.sql import SparkSession
@@ -44,11 +50,14 @@ def get_spark(settings: SparkSettings | None = None):
     settings = settings or SparkSettings()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    jars = delta_jars(settings)
+    jars, s3 = delta_jars(settings), s3_jars(settings)
     conf = {
         "spark.jars": ",".join(jars),
         # also on the driver's system class path: JVM threads serving Python threads see Delta
-        "spark.driver.extraClassPath": os.pathsep.join(jars),
+        "spark.driver.extraClassPath": os.pathsep.join(jars + s3),
+        # The S3 JARs (660 MB) by path, on each node: through spark.jars, even as `local:`,
+        # each executor (local mode's too) copies them into its folder at each start.
+        **({"spark.executor.extraClassPath": os.pathsep.join(s3)} if s3 else {}),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
@@ -92,10 +101,20 @@ def get_spark(settings: SparkSettings | None = None):
         raise SetupError(f"Spark did not start with these settings (CORRELAKE_SPARK_MASTER, CORRELAKE_DRIVER_MEMORY, "
                          f"CORRELAKE_SPARK_BIND_ADDRESS, CORRELAKE_SPARK_CONF): {why}") from None
     log_level(spark.sparkContext, LOG_LEVEL)
+    use_object_store(spark)
     ship_package(spark.sparkContext)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGINT, interrupt_quietly(KeyboardInterrupt))  # in place of PySpark's
     return spark
+
+
+def use_object_store(spark, settings: S3Settings | None = None) -> None:
+    """hadoop-aws's settings for the S3 endpoint (objectstore.hadoop_conf) in a live session's
+    Hadoop configuration, which Spark and Delta copy for each file system they open and
+    each task. Hadoop keeps the s3a file system of a bucket once opened: set them before."""
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    for key, value in objectstore.hadoop_conf(settings).items():
+        hadoop.set(key, value)
 
 
 def ship_package(context) -> None:
