@@ -8,6 +8,14 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("CORRELAKE_SHUFFLE_PARTITIONS", "2")
+# Object storage is the test session's S3 server only (the `s3` fixture), with its test
+# credentials, never a developer's: set before any JVM starts (hadoop-aws reads AWS's
+# environment variables, as boto3 and delta-rs do).
+for _name in ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
+              "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "CORRELAKE_S3_ENDPOINT"):
+    os.environ.pop(_name, None)
+os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1",
+                   "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull})
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -193,6 +201,52 @@ def rabbitmq(tmp_path_factory):
         yield node
     finally:
         node.stop()
+
+
+# -- S3 (tests/integration/test_s3_storage.py, tests/unit/test_s3server.py) ------------------
+S3_BUCKET = "correlake-test"
+
+
+class S3:
+    """The test session's S3 server: its `endpoint`, the bucket S3_BUCKET, and `fresh(name)`,
+    an `s3a://` URI under which nothing was written yet."""
+
+    def __init__(self, server):
+        self.server, self.endpoint, self.bucket = server, server.endpoint, S3_BUCKET
+
+    def fresh(self, name: str) -> str:
+        import uuid
+
+        return f"s3a://{self.bucket}/{name}-{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture(scope="session")
+def s3(tmp_path_factory):
+    """The test session's S3 server (tests/s3server.py), set as CORRELAKE_S3_ENDPOINT, with
+    the bucket S3_BUCKET; stopped at the end."""
+    from s3server import S3Server
+
+    from correlake.lake import objectstore
+
+    server = S3Server(tmp_path_factory.mktemp("s3") / "server.log")
+    server.start()
+    try:
+        os.environ["CORRELAKE_S3_ENDPOINT"] = server.endpoint
+        objectstore.client().create_bucket(Bucket=S3_BUCKET)
+        yield S3(server)
+    finally:
+        os.environ.pop("CORRELAKE_S3_ENDPOINT", None)
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_spark(spark, s3):
+    """The test session's SparkSession, its `s3a://` on the `s3` server (session.use_object_store:
+    the session may have started before the server)."""
+    from correlake.session import use_object_store
+
+    use_object_store(spark)
+    return spark
 
 
 # -- Spark standalone cluster (tests/integration/test_cluster.py) ---------------------------
