@@ -243,8 +243,11 @@ def s3(tmp_path_factory):
 def s3_spark(spark, s3):
     """The test session's SparkSession, its `s3a://` on the `s3` server (session.use_object_store:
     the session may have started before the server)."""
-    from correlake.session import use_object_store
+    from correlake.config import SparkSettings
+    from correlake.session import s3_jars, use_object_store
 
+    if not s3_jars(SparkSettings()):
+        pytest.skip("the JARs of s3a:// are not fetched (make setup-s3)")
     use_object_store(spark)
     return spark
 
