@@ -6,7 +6,9 @@ delta-rs (the `deltalake` package) reads each gold table — deletion vectors ap
 which its `scan()` supports and its pyarrow-dataset readers do not — into Arrow;
 DuckDB queries those Arrow tables under the names `gold_correlations`, `gold_messages`,
 `gold_subscriptions`, `gold_message_started_instances` and `gold_as_of` (one row: the
-instant gold_messages' statuses are at). Timestamps are UTC.
+instant gold_messages' statuses are at). Timestamps are UTC. A lake in object storage is read from its URI (s3a://BUCKET/PREFIX),
+with delta-rs's settings from AWS's environment (AWS_ENDPOINT_URL, AWS_ALLOW_HTTP for a
+server of one's own, AWS_REGION, the credentials).
 Without SQL it prints messages by status and correlations per process.
 """
 
@@ -35,7 +37,7 @@ def connect(lake: str | Path) -> duckdb.DuckDBPyConnection:
     con = duckdb.connect()
     con.execute("SET TimeZone = 'UTC'")
     for name in GOLD:
-        table = pa.table(DeltaTable(str(Path(lake) / "gold" / name)).scan())  # applies deletion vectors
+        table = pa.table(DeltaTable(f"{str(lake).rstrip('/')}/gold/{name}").scan())  # applies deletion vectors
         con.register(f"gold_{name}", table)
     return con
 

@@ -232,7 +232,9 @@ def unread(landing: str | Path) -> list[str]:
         scans = {stream: _scan_objects(str(landing), stream) for stream in STREAMS}
         problems = [f"{stream}/ (no such folder)" for stream, (found, notes) in scans.items() if not found + notes]
         notes = sorted(note for _, found_notes in scans.values() for note in found_notes)
-        return problems + [f"{path} ({why})" for path, why in notes if why] + [path for path, why in notes if not why]
+        top = sorted(entry.key.rsplit("/", 1)[-1] for entry in objectstore.listing(str(landing), recursive=False))
+        return (problems + [f"{path} ({why})" for path, why in notes if why] + top
+                + [path for path, why in notes if not why])
     others = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in Path(landing).iterdir()
                     if entry.name not in STREAMS)
     problems = []

@@ -110,20 +110,20 @@ class _Heartbeat(threading.Thread):
 
     def __init__(self, lake: str, name: str, me: str, tag: str):
         super().__init__(name=f"correlake-lock-heartbeat {lake} {name}", daemon=True)  # dies with its process
-        self.lake, self.name, self.me, self.tag = lake, name, me, tag
+        self.lake, self.lock, self.me, self.tag = lake, name, me, tag
         self.stopped, self.lost = threading.Event(), threading.Event()
 
     def run(self) -> None:
         while not self.stopped.wait(LOCK_HEARTBEAT_SECONDS):
             try:
-                tag = state(self.lake).replace(self.name, self.me, self.tag)
+                tag = state(self.lake).replace(self.lock, self.me, self.tag)
             except OSError as exc:  # a passing failure (a full disk, a lost connection): the next beat tries again
-                log.warning("cannot refresh the lake's lock %s: %s", lock_path(self.lake, self.name), exc)
+                log.warning("cannot refresh the lake's lock %s: %s", lock_path(self.lake, self.lock), exc)
                 continue
             if tag is None:
                 self.lost.set()
                 log.error("this run lost the lake's lock %s: its heartbeat stopped for over %s s and another "
-                          "run took it over; it will publish nothing", lock_path(self.lake, self.name),
+                          "run took it over; it will publish nothing", lock_path(self.lake, self.lock),
                           LOCK_STALE_SECONDS)
                 return
             self.tag = tag

@@ -17,7 +17,7 @@ from html import escape
 from pathlib import Path
 
 from correlake.interfaces import charts, options
-from correlake.config import data_docs_dir, default_max_quarantine_ratio, expectations_dir
+from correlake.config import absolute, data_docs_dir, default_max_quarantine_ratio, expectations_dir
 from correlake.delivery.events import STATUSES
 from correlake.errors import EXIT_OK, UsageError
 from correlake.contract.reasons import reason_kind_sql
@@ -166,7 +166,7 @@ def page(data: dict[str, list[dict]], lake: str) -> str:
         _delivery(data),
     ]
     return PAGE.format(
-        title=escape(f"correlake report — {lake}"), lake=escape(str(Path(lake).resolve())), as_of=escape(as_of),
+        title=escape(f"correlake report — {lake}"), lake=escape(absolute(lake)), as_of=escape(as_of),
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), kpis=_kpis(totals),
         sections="".join(sections), runs=_runs(data["runs"], lake))
 
