@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
-from correlake.config import GZIP_RATIO, STREAMS, absolute, is_uri, join, table_path
+from correlake.config import GZIP_RATIO, STREAMS, S3Settings, absolute, is_uri, join, table_path
 from correlake.errors import UsageError
 from correlake.lake import objectstore
 from correlake.text import escape
@@ -73,12 +73,13 @@ def open_landing_file(path: str, root: str) -> int:
     return fd
 
 
-def open_file(file: LandingFile, buffer_size: int) -> BinaryIO:
-    """A landing file opened to read (`open_landing_file` for a folder's), or NotRead."""
+def open_file(file: LandingFile, buffer_size: int, settings: S3Settings | None = None) -> BinaryIO:
+    """A landing file opened to read (`open_landing_file` for a folder's; an object through
+    `settings`' endpoint: the driver's, in a worker whose environment may not name it), or NotRead."""
     if not is_uri(file.path):
         return open(open_landing_file(file.path, file.root), "rb", buffering=buffer_size)
     try:
-        return objectstore.open_object(file.path, buffer_size)
+        return objectstore.open_object(file.path, buffer_size, settings)
     except FileNotFoundError:
         raise NotRead("gone since it was listed") from None
     except Exception as exc:  # refused, unreachable: read by a later run

@@ -55,9 +55,9 @@ def _client(endpoint: str | None, region: str):
                                       retries={"max_attempts": 3, "mode": "standard"}))
 
 
-def client():
-    """This process's S3 client for the configured endpoint."""
-    settings = S3Settings()
+def client(settings: S3Settings | None = None):
+    """This process's S3 client for the endpoint of `settings` (else this process's)."""
+    settings = settings or S3Settings()
     return _client(settings.endpoint, settings.region)
 
 
@@ -134,11 +134,11 @@ class _Body(io.RawIOBase):
         super().close()
 
 
-def open_object(uri: str, buffer_size: int) -> io.BufferedReader:
+def open_object(uri: str, buffer_size: int, settings: S3Settings | None = None) -> io.BufferedReader:
     """The object at `uri`, streamed as it is read; FileNotFoundError if it is gone."""
     bucket, key = split(uri)
     try:
-        body = client().get_object(Bucket=bucket, Key=key)["Body"]
+        body = client(settings).get_object(Bucket=bucket, Key=key)["Body"]
     except Exception as exc:
         if failed_with(exc, *MISSING):
             raise FileNotFoundError(uri) from None

@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from correlake.config import LONG_LINE_RAW_BYTES, MAX_LINE_BYTES, PARSED_BATCH_BYTES
+from correlake.config import LONG_LINE_RAW_BYTES, MAX_LINE_BYTES, PARSED_BATCH_BYTES, S3Settings
 from correlake.lake.landing import LandingFile, NotRead, open_file
 from correlake.contract.parsing import BadRecord, parse_line
 from correlake.contract.schemas import PARSED, STREAM_FIELDS, STREAM_TIME
@@ -128,12 +128,12 @@ def parse_file(stream: str, path: str, file: BinaryIO) -> Iterator[dict]:
                "reason": f"unreadable gzip file{f' after line {number}' if number else ''}: {gunzip.broken}"}
 
 
-def read_file(file: LandingFile) -> Iterator[dict]:
+def read_file(file: LandingFile, settings: S3Settings | None = None) -> Iterator[dict]:
     """`parse_file`'s rows of a landing file, opened safely (`landing.open_file`); a file
     that may not be read: one row, no `_line` and why as `reason` (a run does not count
     it as read, nor record it as ingested: `RunResult.count_lines`, `stages._bronze`)."""
     try:
-        opened = open_file(file, _GZIP_CHUNK)
+        opened = open_file(file, _GZIP_CHUNK, settings)
     except NotRead as exc:
         yield {"stream": file.stream, "_source_file": file.path, "_line": None, "reason": str(exc)}
         return
@@ -161,11 +161,11 @@ def parse_landing(spark: SparkSession, files: list[LandingFile]) -> DataFrame:
     each file not read: `read_file`)."""
     if not files:
         return spark.createDataFrame([], PARSED)
-    shares = _shares(files, spark)
+    shares, settings = _shares(files, spark), S3Settings()
 
     def run(batches):
         rows = (row for batch in batches for n in batch.column("id").to_pylist()
-                for f in shares[n] for row in read_file(f))
+                for f in shares[n] for row in read_file(f, settings))
         yield from to_batches(rows, _PARSED_ARROW, weight=lambda row: len(row.get("raw") or ""),
                               max_weight=PARSED_BATCH_BYTES)
 
