@@ -10,6 +10,7 @@ import shutil
 import socket
 import subprocess
 import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -315,3 +316,23 @@ def assert_outbox_agrees(spark, lake: str) -> list[dict]:
     for e in events:
         assert {k: e["payload"][k] for k in EVENT_FIELDS} == {k: e[k] for k in EVENT_FIELDS}
     return events
+
+
+def lock_takers_that_won(lake: str, takers: int) -> list[int]:
+    """Race `takers` threads, released at once, to take the lake's (stale) run lock: the
+    numbers of those that took it (each writes {"pid": its number})."""
+    from correlake.lake import lock
+
+    start, winners = threading.Barrier(takers), []
+
+    def take(n):
+        start.wait()
+        if lock._take(lake, json.dumps({"pid": n, "host": "h", "started": time.time()}))[0]:
+            winners.append(n)
+
+    threads = [threading.Thread(target=take, args=(n,)) for n in range(takers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return winners

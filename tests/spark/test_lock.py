@@ -7,13 +7,13 @@ import errno
 import json
 import os
 import socket
-import threading
 import time
 
 import pytest
 
 from correlake.lake import catalog, journal, lock
 from correlake.interfaces import cli
+from helpers import lock_takers_that_won
 
 
 def test_second_run_is_refused_while_the_first_holds_the_lock(tmp_path):
@@ -52,18 +52,7 @@ def test_a_stale_lock_is_taken_over_by_one_process_only(tmp_path):
     for attempt in range(5):
         (tmp_path / "_state").mkdir(exist_ok=True)
         (tmp_path / "_state" / "lock").write_text(stale)
-        start, winners = threading.Barrier(8), []
-
-        def take(n):
-            start.wait()
-            if lock._take(str(tmp_path), json.dumps({"pid": n, "host": "h", "started": time.time()}))[0]:
-                winners.append(n)
-
-        threads = [threading.Thread(target=take, args=(n,)) for n in range(8)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        winners = lock_takers_that_won(str(tmp_path), 8)
         assert len(winners) == 1, attempt
         assert json.loads((tmp_path / "_state" / "lock").read_text())["pid"] == winners[0]
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 
 import pytest
 
 from correlake.lake import files, journal, lock, objectstore
 from correlake.lake.landing import HIDDEN_WHY, list_files, unread
+from helpers import lock_takers_that_won
 
 DEAD = {"pid": 2 ** 22 + 12345, "host": socket.gethostname(), "started": 0}  # no such process here
 
@@ -43,18 +43,7 @@ def test_a_stale_lock_is_taken_over_by_one_taker_only(s3):
     lake = s3.fresh("lake")
     for attempt in range(3):
         files.state(lake).write("lock", json.dumps(DEAD))
-        start, winners = threading.Barrier(6), []
-
-        def take(n):
-            start.wait()
-            if lock._take(lake, json.dumps({"pid": n, "host": "h", "started": time.time()}))[0]:
-                winners.append(n)
-
-        threads = [threading.Thread(target=take, args=(n,)) for n in range(6)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        winners = lock_takers_that_won(lake, 6)
         assert len(winners) == 1, attempt
         assert json.loads(files.state(lake).read("lock"))["pid"] == winners[0]
 
