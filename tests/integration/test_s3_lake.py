@@ -17,10 +17,12 @@ import pytest
 from correlake.config import PROJECT_ROOT, table_path
 from correlake.errors import EXIT_GATE
 from correlake.interfaces import cli
-from correlake.lake import files, journal, meta, objectstore, tables
+from correlake.delivery.events import ACKED
+from correlake.lake import deltars, files, journal, meta, objectstore, tables
 from correlake.run import stepwise, unchanged
 from correlake.run.stages import STAGES
 from correlake.run.store import staged_runs_dir
+from delivery_helpers import Receiver
 from helpers import sorted_gold, versions
 
 
@@ -115,3 +117,19 @@ def test_maintenance_and_readers_without_spark(s3_spark, s3_lake):
                           env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"n": len(gold["correlations"])}
+
+
+def test_a_delivery_pass_from_a_lake_in_object_storage(s3_lake):
+    """`correlake deliver` without Spark: the outbox and its own tables through delta-rs, its
+    lock and marks as objects of the lake's _state."""
+    _, lake = s3_lake
+    events = deltars.table(lake, "outbox").to_pyarrow_table(columns=["event_id"])["event_id"].to_pylist()
+    receiver = Receiver()
+    try:
+        assert cli.main(["deliver", "--lake", lake, "--sink", "webhook", "--url", receiver.url]) == 0
+    finally:
+        receiver.close()
+    assert sorted(receiver.applied) == sorted(events) and len(events) > 100
+    state = deltars.table(lake, "delivery_state").to_pyarrow_table(columns=["status"])["status"].to_pylist()
+    assert set(state) == {ACKED} and len(state) == len(events)
+    assert "delivery.json" in keys(f"{lake}/_state") and "delivery.lock" not in keys(f"{lake}/_state")
