@@ -90,7 +90,7 @@ class SparkCluster:
             try:
                 if sum(w["state"] == "ALIVE" for w in self.state()["workers"]) == self.workers:
                     return
-            except OSError:  # the master's web UI is not up yet
+            except (OSError, ValueError):  # the master's web UI is not up yet (no answer, or an empty one)
                 pass
             if time.monotonic() > deadline or any(p.poll() is not None for p in self.processes.values()):
                 raise RuntimeError(f"the Spark cluster did not start:\n{self.log_tail()}")
