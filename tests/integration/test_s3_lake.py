@@ -34,7 +34,7 @@ def upload(folder: Path, uri: str) -> None:
 
 
 def keys(uri: str) -> list[str]:
-    return [entry.key[len(objectstore.split(uri)[1]) + 1:] for entry in objectstore.listing(uri)]
+    return [entry.name for entry in objectstore.listing(uri)]
 
 
 @pytest.fixture(scope="module")

@@ -210,7 +210,7 @@ def remove_tree(location: str) -> None:
 def names(folder: str) -> list[str]:
     """The names of the files directly in a folder (or under a prefix): [] if none."""
     if is_uri(folder):
-        return [entry.key.rsplit("/", 1)[-1] for entry in objectstore.listing(folder, recursive=False)]
+        return [entry.name for entry in objectstore.listing(folder, recursive=False)]
     try:
         return [entry.name for entry in os.scandir(folder) if entry.is_file()]
     except (FileNotFoundError, NotADirectoryError):
@@ -223,7 +223,7 @@ def folder_ages(folder: str) -> dict[str, float]:
     if is_uri(folder):
         newest: dict = {}
         for entry in objectstore.listing(folder):
-            name = entry.key[len(objectstore.split(folder)[1]):].lstrip("/").split("/", 1)[0]
+            name = entry.name.split("/", 1)[0]
             newest[name] = max(newest.get(name, entry.modified_at), entry.modified_at)
         return {name: time.time() - at.timestamp() for name, at in newest.items()}
     ages = {}

@@ -120,7 +120,6 @@ def _check_uris(landing: str, lake: str) -> None:
     for location, what in ((landing, "landing"), (lake, "lake")):
         if is_uri(location):
             try:
-                objectstore.split(location)
                 objectstore.exists(location)
             except Exception as exc:  # a bad URI, an unknown bucket, a refused or unreachable server
                 raise UsageError(f"cannot use {location} as the {what}: {objectstore.why(exc)}") from None
@@ -133,12 +132,11 @@ def _check_uris(landing: str, lake: str) -> None:
 def _scan_objects(landing: str, stream: str) -> tuple[list[objectstore.Entry], list[tuple[str, str]]]:
     """`_scan` in object storage: the objects under `<landing>/<stream>/`, where nothing is a
     link and every object can be read."""
-    root = absolute(landing)
     files, notes = [], []
     for entry in objectstore.listing(join(landing, stream)):
-        relative = entry.key[len(objectstore.split(root)[1]):].lstrip("/")
-        parts = relative.split("/")
-        if why := next(filter(None, map(_unlisted, parts[1:])), None):
+        relative = f"{stream}/{entry.name}"
+        parts = entry.name.split("/")
+        if why := next(filter(None, map(_unlisted, parts)), None):
             notes.append((escape(relative), why))
         elif not parts[-1].endswith(SUFFIXES):
             notes.append((escape(relative), ""))
@@ -233,7 +231,7 @@ def unread(landing: str | Path) -> list[str]:
         scans = {stream: _scan_objects(str(landing), stream) for stream in STREAMS}
         problems = [f"{stream}/ (no such folder)" for stream, (found, notes) in scans.items() if not found + notes]
         notes = sorted(note for _, found_notes in scans.values() for note in found_notes)
-        top = sorted(entry.key.rsplit("/", 1)[-1] for entry in objectstore.listing(str(landing), recursive=False))
+        top = sorted(entry.name for entry in objectstore.listing(str(landing), recursive=False))
         return (problems + [f"{path} ({why})" for path, why in notes if why] + top
                 + [path for path, why in notes if not why])
     others = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in Path(landing).iterdir()

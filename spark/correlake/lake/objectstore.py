@@ -80,6 +80,7 @@ def age(response: dict) -> float:
 @dataclass(frozen=True)
 class Entry:
     key: str  # the object's full key
+    name: str  # its key under the listed prefix (`a/b.jsonl` under `s3a://bucket/landing`)
     size: int
     modified_at: datetime
 
@@ -90,7 +91,7 @@ def listing(uri: str, recursive: bool = True) -> list[Entry]:
     prefix = f"{prefix}/" if prefix else ""
     pages = client().get_paginator("list_objects_v2").paginate(
         Bucket=bucket, Prefix=prefix, **({} if recursive else {"Delimiter": "/"}))
-    return [Entry(item["Key"], item["Size"], item["LastModified"]) for page in pages
+    return [Entry(item["Key"], item["Key"][len(prefix):], item["Size"], item["LastModified"]) for page in pages
             for item in page.get("Contents", [])]
 
 
