@@ -54,6 +54,7 @@ LONG_LINE_RAW_BYTES = 64 * 2**10
 PARSED_BATCH_BYTES = 32 * 2**20  # a Python worker sends the lines it parsed in Arrow batches of about this much text
 LOCK_HEARTBEAT_SECONDS = 10  # the holder of a lake lock rewrites it this often (its heartbeat)
 LOCK_STALE_SECONDS = 120  # a lake lock not rewritten for this long is stale, whoever holds it
+ABANDONED_TMP_SECONDS = 60  # a temporary file of files.write_atomic this old was left by a killed process
 LOCK_FOREIGN_STALE_SECONDS = 60  # a lock file that no run wrote (not its JSON) is stale this old
 DRIVER_HANDSHAKE_SECONDS = 5  # a caller of the driver proves its key and sends its call within this, or is dropped
 DELTA_RETAIN_HOURS = 168  # Delta's default VACUUM retention: less needs `maintain --force`, never from Airflow

@@ -15,10 +15,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from correlake.config import is_uri, lake_state_dir
+from correlake.config import ABANDONED_TMP_SECONDS, is_uri, lake_state_dir
 from correlake.lake import objectstore
-
-ABANDONED_SECONDS = 60  # a temporary file of write_atomic this old was left by a killed process
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -112,7 +110,7 @@ class LocalState:
                 return None
             for tmp in lake_state_dir(self.lake).glob(".*.tmp"):  # left by a process killed as it wrote
                 with contextlib.suppress(FileNotFoundError):
-                    if time.time() - tmp.stat().st_mtime > ABANDONED_SECONDS:  # not one being written
+                    if time.time() - tmp.stat().st_mtime > ABANDONED_TMP_SECONDS:  # not one being written
                         tmp.unlink()
             self.write(name, text)
         return text
