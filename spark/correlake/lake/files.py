@@ -143,13 +143,9 @@ class ObjectState:
     def where(self, name: str) -> str:
         return f"s3a://{self.bucket}/{self.prefix}{name}"
 
-    def _get(self, name: str):
-        try:
-            return objectstore.client().get_object(Bucket=self.bucket, Key=self.prefix + name)
-        except Exception as exc:
-            if objectstore.failed_with(exc, *objectstore.MISSING):
-                return None
-            raise
+    def _get(self, name: str) -> dict | None:
+        return objectstore.unless(objectstore.MISSING, objectstore.client().get_object,
+                                  Bucket=self.bucket, Key=self.prefix + name)
 
     def read(self, name: str) -> str | None:
         got = self._get(name)
@@ -168,13 +164,9 @@ class ObjectState:
         objectstore.client().delete_object(Bucket=self.bucket, Key=self.prefix + name)
 
     def _put(self, name: str, text: str, **condition) -> str | None:
-        try:
-            return objectstore.client().put_object(Bucket=self.bucket, Key=self.prefix + name, Body=text.encode(),
-                                                   **condition)["ETag"]
-        except Exception as exc:
-            if objectstore.failed_with(exc, *objectstore.REFUSED):
-                return None
-            raise
+        put = objectstore.unless(objectstore.REFUSED, objectstore.client().put_object,
+                                 Bucket=self.bucket, Key=self.prefix + name, Body=text.encode(), **condition)
+        return None if put is None else put["ETag"]
 
     def create(self, name: str, text: str) -> str | None:
         return self._put(name, text, IfNoneMatch="*")
@@ -183,13 +175,8 @@ class ObjectState:
         return self._put(name, text, IfMatch=tag)
 
     def remove(self, name: str, tag: str) -> bool:
-        try:
-            objectstore.client().delete_object(Bucket=self.bucket, Key=self.prefix + name, IfMatch=tag)
-        except Exception as exc:
-            if objectstore.failed_with(exc, *objectstore.REFUSED):
-                return False
-            raise
-        return True
+        return objectstore.unless(objectstore.REFUSED, objectstore.client().delete_object,
+                                  Bucket=self.bucket, Key=self.prefix + name, IfMatch=tag) is not None
 
 
 def state(lake: str) -> LocalState | ObjectState:

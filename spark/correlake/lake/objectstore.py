@@ -70,6 +70,16 @@ def failed_with(exc: Exception, *codes: str) -> bool:
     return str(getattr(exc, "response", {}).get("Error", {}).get("Code")) in codes
 
 
+def unless(codes: tuple[str, ...], call, **request) -> dict | None:
+    """`call(**request)`'s response, or None when the store answers with one of `codes`."""
+    try:
+        return call(**request)
+    except Exception as exc:
+        if failed_with(exc, *codes):
+            return None
+        raise
+
+
 def age(response: dict) -> float:
     """Seconds since a got object was last written, by the store's clock (its `Date` header):
     no skew with this machine's."""
