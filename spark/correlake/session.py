@@ -79,12 +79,6 @@ def get_spark(settings: SparkSettings | None = None):
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.databricks.delta.merge.repartitionBeforeWrite.enabled": "false",
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
-        # Hadoop's local file system without its checksum layer: that layer writes a hidden
-        # `.crc` beside each file and, with no native Hadoop library, forks `readlink` for each
-        # of their renames too (~400 processes a small run; a run takes 15-20 % less time
-        # without it). Delta's own `_delta_log/*.crc` version checksums are unchanged.
-        "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
-        "spark.hadoop.fs.AbstractFileSystem.file.impl": "org.apache.hadoop.fs.local.RawLocalFs",
         "spark.sql.maxPlanStringLength": "8192",  # long plans: explain strings cost minutes otherwise
         # A run compiles ~700 distinct classes; with Spark's 100 they are compiled again and again.
         "spark.sql.codegen.cache.maxEntries": "2000",

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pyspark.sql import SparkSession
 
 from correlake.lake import journal, lock, tables as lake
-from correlake.config import DELETION_VECTOR_TABLES, DELTA_RETAIN_HOURS, TABLES, WRITE_THREADS, is_uri, table_path
+from correlake.config import DELETION_VECTOR_TABLES, DELTA_RETAIN_HOURS, TABLES, WRITE_THREADS, table_path
 from correlake.quality.gates import old_validations, remove_validations
 from correlake.session import run_concurrently
 from correlake.lake.sqlfiles import delta_table
@@ -124,7 +124,6 @@ def _table(spark: SparkSession, name: str, path: str, retain_hours: float | None
         spark.sql(f"VACUUM {delta_table(path)}{retain}")
         report.vacuumed = files_before_vacuum - _files(path)[0]
         _checkpoint(spark, path)
-        _remove_stale_sidecars(path)
         _measure(spark, path, report)
     report.seconds = round(time.perf_counter() - start, 2)
     return report
@@ -157,19 +156,6 @@ def _files(path: str) -> tuple[int, int]:
         else:
             data += count
     return data, log
-
-
-def _remove_stale_sidecars(path: str) -> None:
-    """Hadoop's checksum files (`.NAME.crc`) of files gone from a local table's folders.
-    Lakes written before Spark used Hadoop's local file system without its checksum layer
-    (session.py) have one beside each file; VACUUM and Delta's log clean-up, which delete
-    the files through that raw file system, would leave them behind."""
-    if is_uri(path):
-        return
-    for folder, _dirs, names in os.walk(path):
-        for name in set(names):
-            if name.startswith(".") and name.endswith(".crc") and name[1:-4] not in names:
-                os.remove(os.path.join(folder, name))
 
 
 def _checkpoint(spark: SparkSession, path: str) -> None:
