@@ -148,10 +148,7 @@ class _Body(io.RawIOBase):
 def open_object(uri: str, buffer_size: int, settings: S3Settings | None = None) -> io.BufferedReader:
     """The object at `uri`, streamed as it is read; FileNotFoundError if it is gone."""
     bucket, key = split(uri)
-    try:
-        body = client(settings).get_object(Bucket=bucket, Key=key)["Body"]
-    except Exception as exc:
-        if failed_with(exc, *MISSING):
-            raise FileNotFoundError(uri) from None
-        raise
-    return io.BufferedReader(_Body(body), buffer_size=buffer_size)
+    got = unless(MISSING, client(settings).get_object, Bucket=bucket, Key=key)
+    if got is None:
+        raise FileNotFoundError(uri)
+    return io.BufferedReader(_Body(got["Body"]), buffer_size=buffer_size)
