@@ -84,7 +84,10 @@ def get_spark(settings: SparkSettings | None = None):
         "spark.sql.codegen.cache.maxEntries": "2000",
         # The throughput collector: a run's checkpointed frames keep much of the heap live,
         # on which G1 would mark concurrently all the time, on one of few cores.
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG} -XX:+UseParallelGC",
+        # The JVM's own time zone UTC, as the session's: in any other, Delta checks each
+        # commit's file list by replaying the table's log (`allFilesInCrc` verification).
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG} -XX:+UseParallelGC "
+                                         "-Duser.timezone=UTC",
     }
     conf.update(settings.extra_conf)
     builder = SparkSession.builder.master(settings.master).appName("correlake")

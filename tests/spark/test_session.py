@@ -1,4 +1,4 @@
-"""The session's JVM settings (collector, codegen cache, stdout, the driver on loopback
+"""The session's JVM settings (collector, time zone, codegen cache, stdout, the driver on loopback
 with no web UI), row projections evaluated in small runs, the in-memory store of a run's
 frames, writes run a few at a time that stop at the first failure or interrupt, and an
 interrupt that cancels the job the main thread waits for."""
@@ -23,6 +23,13 @@ from correlake.run.store import MemoryStore, Plan
 def test_driver_runs_the_throughput_collector(spark):
     beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     assert {bean.getName() for bean in beans} == {"PS Scavenge", "PS MarkSweep"}
+
+
+def test_the_jvm_keeps_utc_whatever_the_machine_s_time_zone(spark):
+    """Delta replays a table's log on each commit when the JVM's time zone is not UTC."""
+    jvm = spark.sparkContext._jvm
+    assert jvm.java.util.TimeZone.getDefault().getID() == "UTC"
+    assert jvm.java.lang.System.getProperty("user.timezone") == "UTC"
 
 
 def test_the_jvm_writes_its_stdout_to_stderr(spark):
