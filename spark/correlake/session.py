@@ -14,6 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
+from correlake import class_archive
 from correlake.config import CANCEL_SECONDS, WRITE_THREADS, S3Settings, SparkSettings, state_dir
 from correlake.lake import objectstore
 
@@ -40,8 +41,9 @@ def s3_jars(settings: SparkSettings) -> list[str]:
     return sorted(str(p) for p in settings.s3_jars_dir.glob("*.jar"))
 
 
-def get_spark(settings: SparkSettings | None = None):
-    """Return the active SparkSession, creating it with Delta enabled if needed."""
+def get_spark(settings: SparkSettings | None = None, dump_classes_to: Path | None = None):
+    """Return the active SparkSession, creating it with Delta enabled if needed (its JVM
+    writing its class archive to `dump_classes_to` as it exits: `class_archive.build`)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -86,8 +88,10 @@ def get_spark(settings: SparkSettings | None = None):
         # on which G1 would mark concurrently all the time, on one of few cores.
         # The JVM's own time zone UTC, as the session's: in any other, Delta checks each
         # commit's file list by replaying the table's log (`allFilesInCrc` verification).
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG_CONFIG} -XX:+UseParallelGC "
-                                         "-Duser.timezone=UTC",
+        # The classes of the set-up's archive mapped, not loaded (`class_archive.py`).
+        "spark.driver.extraJavaOptions": " ".join([
+            f"-Dlog4j2.configurationFile={LOG_CONFIG}", "-XX:+UseParallelGC", "-Duser.timezone=UTC",
+            *class_archive.java_options(settings, dump_classes_to)]),
     }
     conf.update(settings.extra_conf)
     builder = SparkSession.builder.master(settings.master).appName("correlake")

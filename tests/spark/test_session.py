@@ -1,19 +1,23 @@
-"""The session's JVM settings (collector, time zone, codegen cache, stdout, the driver on loopback
+"""The session's JVM settings (collector, time zone, class archive, codegen cache, stdout, the driver on loopback
 with no web UI), row projections evaluated in small runs, the in-memory store of a run's
 frames, writes run a few at a time that stop at the first failure or interrupt, and an
 interrupt that cancels the job the main thread waits for."""
 
 import os
+import re
 import signal
+import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
 
 from helpers import listening_addresses
 
-from correlake.config import INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY, ConfigError, validate
+from correlake import class_archive
+from correlake.config import INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY, ConfigError, SparkSettings, validate
 from correlake.lake.landing import LandingFile
 from correlake.run.result import RunResult
 from correlake.session import LOG_LEVEL, interrupt_quietly, log_level, row_projections, run_concurrently
@@ -30,6 +34,18 @@ def test_the_jvm_keeps_utc_whatever_the_machine_s_time_zone(spark):
     jvm = spark.sparkContext._jvm
     assert jvm.java.util.TimeZone.getDefault().getID() == "UTC"
     assert jvm.java.lang.System.getProperty("user.timezone") == "UTC"
+
+
+def test_the_jvm_maps_the_class_archive_the_set_up_made(spark):
+    """scripts/setup.sh archives the classes a run loads (class_archive.py); the session's
+    JVM maps that archive on top of the JDK's own."""
+    archive = class_archive.path(SparkSettings())
+    assert archive is not None and archive.exists(), "scripts/setup.sh makes it"
+    pid = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    jcmd = Path(spark.sparkContext._jvm.java.lang.System.getProperty("java.home")) / "bin" / "jcmd"
+    info = subprocess.run([str(jcmd), str(pid), "VM.info"], capture_output=True, text=True, check=True).stdout
+    mapped = int(re.search(r"CDS archive\(s\) mapped at: .*, size (\d+)", info).group(1))
+    assert mapped > archive.stat().st_size  # the JDK's archive and ours
 
 
 def test_the_jvm_writes_its_stdout_to_stderr(spark):
