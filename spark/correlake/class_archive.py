@@ -24,6 +24,7 @@ from pathlib import Path
 
 from correlake.config import SparkSettings
 
+
 class ArchiveError(RuntimeError):
     """The JVM wrote no archive that maps whole."""
 
@@ -102,7 +103,7 @@ def build(settings: SparkSettings | None = None) -> Path | None:
     if not partial.exists() or not mappable(partial):
         partial.unlink(missing_ok=True)
         raise ArchiveError("the driver JVM's class archive could not be made (is the disk full?); "
-                                 "correlake works without it, and the next set-up tries again")
+                           "correlake works without it, and the next set-up tries again")
     for old in archive.parent.glob("*.jsa"):  # made for other JARs
         old.unlink()
     partial.replace(archive)
