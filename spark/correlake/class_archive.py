@@ -29,7 +29,8 @@ class ArchiveError(RuntimeError):
     """The JVM wrote no archive that maps whole."""
 
 
-QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # HotSpot's notes on classes it leaves out or archives it cannot map
+# HotSpot's notes on classes it leaves out, or on archives it cannot map
+QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 
 
 def _java() -> Path | None:
@@ -65,15 +66,15 @@ def java_options(settings: SparkSettings, dump_to: Path | None = None) -> list[s
     """The driver's options that map the archive, if the set-up made one for this Java and
     these JARs; or, `dump_to`, that write one there as the JVM exits."""
     if dump_to is not None:
-        return [f"-XX:ArchiveClassesAtExit={dump_to}", QUIET]
+        return [f"-XX:ArchiveClassesAtExit={dump_to}", *QUIET]
     archive = path(settings)
-    return [f"-XX:SharedArchiveFile={archive}", QUIET] if archive is not None and archive.exists() else []
+    return [f"-XX:SharedArchiveFile={archive}", *QUIET] if archive is not None and archive.exists() else []
 
 
 def mappable(archive: Path) -> bool:
     """Whether a JVM maps `archive` rather than aborting (its crash report kept out of the way)."""
     with tempfile.TemporaryDirectory() as scratch:
-        return subprocess.run([str(_java()), f"-XX:SharedArchiveFile={archive}", *QUIET.split(),
+        return subprocess.run([str(_java()), f"-XX:SharedArchiveFile={archive}", *QUIET,
                                f"-XX:ErrorFile={scratch}/hs_err.log", "-version"],
                               cwd=scratch, capture_output=True).returncode == 0
 

@@ -1,7 +1,8 @@
-"""The session's JVM settings (collector, time zone, class archive, codegen cache, stdout, the driver on loopback
-with no web UI), row projections evaluated in small runs, the in-memory store of a run's
-frames, writes run a few at a time that stop at the first failure or interrupt, and an
-interrupt that cancels the job the main thread waits for."""
+"""The session's JVM settings (collector, time zone, class archive, codegen cache,
+stdout, the driver on loopback with no web UI), row projections evaluated in small
+runs, the in-memory store of a run's frames, writes run a few at a time that stop at
+the first failure or interrupt, and an interrupt that cancels the job the main thread
+waits for."""
 
 import os
 import re

@@ -32,7 +32,7 @@ def test_the_jvm_maps_an_archive_only_if_the_set_up_made_one_for_its_jars(tmp_pa
     archive = class_archive.path(settings)
     archive.parent.mkdir()
     archive.write_bytes(b"")
-    assert class_archive.java_options(settings) == [f"-XX:SharedArchiveFile={archive}", class_archive.QUIET]
+    assert class_archive.java_options(settings) == [f"-XX:SharedArchiveFile={archive}", *class_archive.QUIET]
     dump = tmp_path / "new.jsa"
     assert class_archive.java_options(settings, dump_to=dump)[0] == f"-XX:ArchiveClassesAtExit={dump}"
 
