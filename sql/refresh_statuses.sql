@@ -1,10 +1,7 @@
--- gold/messages' statuses moved from the instant {before} to {after} (semantics rule 23,
--- contract gold/as_of): only the messages whose status crosses are updated — a BUFFERED
--- message whose deadline is now at or before as_of becomes EXPIRED, and back when as_of
--- is set earlier; rows a MERGE of the same run already wrote at {after} are left alone.
--- The deadline range lets Delta skip every file that holds none of them.
+-- gold/messages' statuses moved from as_of {before} to {after} when a run has nothing else
+-- to write (a quiet hour, an explicit --as-of): only the rows whose status crosses
+-- ({crosses}: sql/rules/crosses.sql) are updated. A run with new records carries these
+-- rows in its MERGE instead (lake/as_of.py), so that the table is rewritten once.
 UPDATE {target}
 SET status = {status}
-WHERE status IN ('BUFFERED', 'EXPIRED') AND ttl_ms > 0
-  AND deadline > least({before}, {after}) AND deadline <= greatest({before}, {after})
-  AND status <> {status}
+WHERE {crosses}

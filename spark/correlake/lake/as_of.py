@@ -48,11 +48,23 @@ def needs_migration(lake: str) -> bool:
     return "as_of" in meta.columns(lake, "messages")
 
 
+def crosses(before: int, after: int) -> str:
+    """The predicate of a gold/messages row whose status crosses when as_of moves from
+    `before` to `after` (`sql/rules/crosses.sql`)."""
+    return "(" + fill("rules/crosses", before=instant(before), after=instant(after), status=message_status(after)) + ")"
+
+
 def refresh(spark: SparkSession, lake: str, before: int, after: int) -> int:
     """Move gold/messages' statuses from `before` to `after`: an UPDATE of the rows whose status
     crosses (`sql/refresh_statuses.sql`), not a rewrite of the table. Returns how many crossed."""
     return spark.sql(fill("refresh_statuses", target=delta_table(table_path(lake, "messages")),
-                          before=instant(before), after=instant(after), status=message_status(after))).first()[0]
+                          crosses=crosses(before, after), status=message_status(after))).first()[0]
+
+
+def crossed(messages: DataFrame, before: int, after: int) -> DataFrame:
+    """The rows of `messages` (gold/messages) whose status crosses from `before` to `after`,
+    with their status at `after`: what a run's MERGE carries along with its own rows."""
+    return messages.where(F.expr(crosses(before, after))).withColumn("status", F.expr(message_status(after)))
 
 
 def migrate(spark: SparkSession, lake: str, run_id: str) -> bool:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
+import operator
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -14,32 +16,44 @@ from correlake.lake.sqlfiles import delta_table, fill
 _views = itertools.count()
 
 
-def restate(spark: SparkSession, target_path: str, rows: DataFrame, touched: DataFrame, keys: list[str]) -> None:
-    """Make the target's rows for the `touched` keys exactly `rows`.
+def changes(target: DataFrame, rows: DataFrame, touched: DataFrame, keys: list[str]) -> DataFrame:
+    """What makes the target's rows of the `touched` keys exactly `rows`: each row of
+    `rows` that the target does not hold as it is (`_op` 'U'), and the `keys` of each
+    target row of those keys that `rows` no longer has (`_op` 'D'). Rows already right
+    are left out, so that a MERGE of these changes rewrites only the files that hold
+    a row that changes (Delta rewrites every file where its source matches a row)."""
+    hint = broadcast_if_small(touched, rows)
+    current = target.join(hint(touched), SCOPE, "left_semi").select(*rows.columns)
+    same = functools.reduce(operator.and_, (F.col(f"s.`{c}`").eqNullSafe(F.col(f"t.`{c}`")) for c in rows.columns))
+    differing = rows.alias("s").join(current.alias("t"), same, "left_anti")
+    gone = current.join(hint(rows.select(*keys)), keys, "left_anti").select(*keys)
+    return (differing.withColumn("_op", F.lit("U"))
+            .unionByName(gone.withColumn("_op", F.lit("D")), allowMissingColumns=True))
+
+
+def restate(spark: SparkSession, target_path: str, rows: DataFrame, touched: DataFrame, keys: list[str]) -> bool:
+    """Make the target's rows for the `touched` keys exactly `rows`; whether that took a
+    write (none when every row was already right: no commit).
 
     `rows` are the new rows of the (tenant_id, correlation_key)s in `touched`; target
     rows of those keys that are not in `rows` are deleted; the others are untouched.
     """
     columns = rows.columns
-    hint = broadcast_if_small(touched, rows)
-    target = spark.read.format("delta").load(target_path)
-    gone = (target.join(hint(touched), SCOPE, "left_semi")
-            .join(hint(rows.select(*keys)), keys, "left_anti")
-            .select(*keys))
-    changes = hint(rows.withColumn("_op", F.lit("U"))
-                   .unionByName(gone.withColumn("_op", F.lit("D")), allowMissingColumns=True))
+    source = changes(spark.read.format("delta").load(target_path), rows, touched, keys).localCheckpoint()
+    if source.isEmpty():
+        return False
     view = f"correlake_changes_{next(_views)}"
-    changes.createOrReplaceTempView(view)
+    broadcast_if_small(source)(source).createOrReplaceTempView(view)
     try:
         spark.sql(fill(
             "restate",
             target=delta_table(target_path),
             changes=view,
             match=" AND ".join(f"t.`{k}` = s.`{k}`" for k in keys),
-            unchanged=" AND ".join(f"t.`{c}` <=> s.`{c}`" for c in columns),
             assignments=", ".join(f"t.`{c}` = s.`{c}`" for c in columns if c not in keys),
             columns=", ".join(f"`{c}`" for c in columns),
             values=", ".join(f"s.`{c}`" for c in columns),
         ))
     finally:
         spark.catalog.dropTempView(view)
+    return True

@@ -12,6 +12,7 @@ from correlake.contract.schemas import AS_OF, GOLD, GOLD_KEYS, KEY_GROUPS, OUTBO
 from correlake.lake import as_of, tables
 from correlake.lake.restate import restate
 from correlake.session import run_concurrently
+from correlake.transforms.hints import broadcast_if_small
 from correlake.transforms.silver import SILVER_MESSAGE
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ class How(Enum):
     CREATE = "create"        # a table the lake does not have yet: the run's rows
     OVERWRITE = "overwrite"  # the run's rows replace the table's
     APPEND = "append"        # the run's new rows added
-    REFRESH = "refresh"      # gold/messages: MERGE, then the statuses that cross from the old as_of to the new
+    REFRESH = "refresh"      # gold/messages: MERGE, also of the other rows whose status crosses from the old as_of to the new
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,9 @@ def _write(run: StagedRun, write: Write, touched) -> None:
         tables.create(rows, lake, name, run_id)
     else:  # key groups: the groups that changed; the other tables: the keys the run touched
         keys = run.frame(name).select(*SCOPE) if name == "key_groups" else touched
-        restate(spark, table_path(lake, name), rows, keys, list(write.keys))
-        if write.how is How.REFRESH:
-            as_of.refresh(spark, lake, write.as_of_before, run.result.as_of)
+        path = table_path(lake, name)
+        if write.how is How.REFRESH:  # the other keys' rows whose status crosses, in the same MERGE (one rewrite)
+            others = as_of.crossed(spark.read.format("delta").load(path), write.as_of_before, run.result.as_of)
+            rows = rows.unionByName(others.join(broadcast_if_small(touched)(touched), SCOPE, "left_anti")
+                                    .select(*rows.columns)).localCheckpoint()
+        restate(spark, path, rows, keys, list(write.keys))
