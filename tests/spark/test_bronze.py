@@ -484,8 +484,8 @@ def test_as_of_moves_statuses_without_new_records(spark, tmp_path, capsys):
 
 def test_records_that_move_as_of_update_only_the_statuses_that_cross(spark, tmp_path):
     """A run whose records move as_of (later, or earlier with --as-of) restates the keys it
-    touched (a MERGE) and UPDATEs, of the other keys, only the rows whose status crosses
-    (contract: gold/as_of), and records the new as_of with its run; late records, which
+    touched and, of the other keys, only the rows whose status crosses (contract:
+    gold/as_of), in one MERGE, and records the new as_of with its run; late records, which
     leave as_of where it was, restate their keys' rows alone and leave gold/as_of alone."""
     landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
 
@@ -508,9 +508,9 @@ def test_records_that_move_as_of_update_only_the_statuses_that_cross(spark, tmp_
     history = spark.sql(f"DESCRIBE HISTORY {delta_table(table_path(lake_dir, 'messages'))}").orderBy("version").collect()
     updated = {"MERGE": "numTargetRowsUpdated", "UPDATE": "numUpdatedRows"}
     assert [(r["operation"], r["operationMetrics"].get(updated[r["operation"]])) for r in history[1:]] == [
-        ("MERGE", "1"), ("UPDATE", "1"),  # b: key a's message 1 by the MERGE, key e's message 2 by the UPDATE
-        ("MERGE", "0"),                   # c: a new row, nothing crosses
-        ("MERGE", "0"), ("UPDATE", "2")]  # d: messages 1 and 2 back to BUFFERED
+        ("MERGE", "2"),  # b: key a's message 1 (touched) and key e's message 2 (crosses)
+        ("MERGE", "0"),  # c: a new row, nothing crosses
+        ("MERGE", "2")]  # d: a new row; messages 1 and 2 (untouched keys) back to BUFFERED
 
 
 def test_reason_kinds_are_the_same_in_python_and_in_spark_sql(spark):
