@@ -22,11 +22,11 @@ def changes(target: DataFrame, rows: DataFrame, touched: DataFrame, keys: list[s
     target row of those keys that `rows` no longer has (`_op` 'D'). Rows already right
     are left out, so that a MERGE of these changes rewrites only the files that hold
     a row that changes (Delta rewrites every file where its source matches a row)."""
-    hint = broadcast_if_small(touched, rows)
-    current = target.join(hint(touched), SCOPE, "left_semi").select(*rows.columns)
+    current = (target.join(broadcast_if_small(touched)(touched), SCOPE, "left_semi").select(*rows.columns)
+               .localCheckpoint())  # the target is read once
     same = functools.reduce(operator.and_, (F.col(f"s.`{c}`").eqNullSafe(F.col(f"t.`{c}`")) for c in rows.columns))
     differing = rows.alias("s").join(current.alias("t"), same, "left_anti")
-    gone = current.join(hint(rows.select(*keys)), keys, "left_anti").select(*keys)
+    gone = current.join(broadcast_if_small(rows)(rows.select(*keys)), keys, "left_anti").select(*keys)
     return (differing.withColumn("_op", F.lit("U"))
             .unionByName(gone.withColumn("_op", F.lit("D")), allowMissingColumns=True))
 
