@@ -35,8 +35,9 @@ def restate(spark: SparkSession, target_path: str, rows: DataFrame, touched: Dat
     """Make the target's rows for the `touched` keys exactly `rows`; whether that took a
     write (none when every row was already right: no commit).
 
-    `rows` are the new rows of the (tenant_id, correlation_key)s in `touched`; target
-    rows of those keys that are not in `rows` are deleted; the others are untouched.
+    `rows` are the new rows of the (tenant_id, correlation_key)s in `touched` (and may
+    carry rows of other keys, which update theirs: a run that moves as_of); target rows
+    of the touched keys that are not in `rows` are deleted; the others are untouched.
     """
     columns = rows.columns
     source = changes(spark.read.format("delta").load(target_path), rows, touched, keys).localCheckpoint()
