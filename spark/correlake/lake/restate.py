@@ -31,9 +31,9 @@ def changes(target: DataFrame, rows: DataFrame, touched: DataFrame, keys: list[s
             .unionByName(gone.withColumn("_op", F.lit("D")), allowMissingColumns=True))
 
 
-def restate(spark: SparkSession, target_path: str, rows: DataFrame, touched: DataFrame, keys: list[str]) -> bool:
-    """Make the target's rows for the `touched` keys exactly `rows`; whether that took a
-    write (none when every row was already right: no commit).
+def restate(spark: SparkSession, target_path: str, rows: DataFrame, touched: DataFrame, keys: list[str]) -> None:
+    """Make the target's rows for the `touched` keys exactly `rows` (no commit when every
+    row is already right).
 
     `rows` are the new rows of the (tenant_id, correlation_key)s in `touched` (and may
     carry rows of other keys, which update theirs: a run that moves as_of); target rows
@@ -42,7 +42,7 @@ def restate(spark: SparkSession, target_path: str, rows: DataFrame, touched: Dat
     columns = rows.columns
     source = changes(spark.read.format("delta").load(target_path), rows, touched, keys).localCheckpoint()
     if source.isEmpty():
-        return False
+        return
     view = f"correlake_changes_{next(_views)}"
     broadcast_if_small(source)(source).createOrReplaceTempView(view)
     try:
@@ -57,4 +57,3 @@ def restate(spark: SparkSession, target_path: str, rows: DataFrame, touched: Dat
         ))
     finally:
         spark.catalog.dropTempView(view)
-    return True
