@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("CORRELAKE_SHUFFLE_PARTITIONS", "2")
+# No driver kept behind by the tests' runs (run/kept_driver.py): they run in their own
+# process or on the session's driver (`served`); test_driver.py starts a kept one itself.
+os.environ["CORRELAKE_KEEP_DRIVER"] = "0"
 # Object storage is the test session's S3 server only (the `s3` fixture), with its test
 # credentials, never a developer's: set before any JVM starts (hadoop-aws reads AWS's
 # environment variables, as boto3 and delta-rs do).

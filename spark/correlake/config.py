@@ -15,6 +15,9 @@ Environment variables:
   CORRELAKE_SHUFFLE_PARTITIONS, CORRELAKE_DRIVER_MEMORY
   CORRELAKE_MAX_QUARANTINE_RATIO   default gate threshold (0.01)
   CORRELAKE_DRIVER          socket of a long-lived driver (`correlake serve`) to run on
+  CORRELAKE_KEEP_DRIVER     without CORRELAKE_DRIVER: seconds the driver a run starts and leaves
+                            behind waits for the next run (default 7200; 0: each run in its own
+                            process; run/kept_driver.py)
   CORRELAKE_WEBHOOK_SECRET  the webhook sink's HMAC-SHA256 key (never printed nor logged)
   CORRELAKE_ALLOWED_ROOT    the folders (absolute, ':'-separated) the Airflow DAGs' landing and
                             lake (their Variables) must be in (default: CORRELAKE_HOME)
@@ -56,6 +59,7 @@ LOCK_HEARTBEAT_SECONDS = 10  # the holder of a lake lock rewrites it this often 
 LOCK_STALE_SECONDS = 120  # a lake lock not rewritten for this long is stale, whoever holds it
 LOCK_FOREIGN_STALE_SECONDS = 60  # a lock file that no run wrote (not its JSON) is stale this old
 ABANDONED_TMP_SECONDS = 60  # a temporary file of files.write_atomic this old was left by a killed process
+KEEP_DRIVER_SECONDS = 7200  # a kept driver outlives an hour without runs: hourly runs find it warm
 DRIVER_HANDSHAKE_SECONDS = 5  # a caller of the driver proves its key and sends its call within this, or is dropped
 DELTA_RETAIN_HOURS = 168  # Delta's default VACUUM retention: less needs `maintain --force`, never from Airflow
 AIRFLOW_LOCK_WAIT_SECONDS = 600.0  # an Airflow task waits this long for the lock of a run in progress
@@ -181,6 +185,11 @@ def driver_socket() -> Path | None:
     return None if value is None else Path(value).resolve()
 
 
+def keep_driver_seconds() -> float:
+    """How long a kept driver waits for its next call (0: no kept driver)."""
+    return _env_number("CORRELAKE_KEEP_DRIVER", KEEP_DRIVER_SECONDS, float, 0.0, 10 ** 9, "0 or more seconds")
+
+
 def default_driver_socket() -> Path:
     """Where `correlake serve` listens unless told otherwise."""
     return driver_socket() or state_dir() / "driver.sock"
@@ -235,6 +244,7 @@ def validate() -> None:
                           "local[N], spark://HOST:PORT, yarn, k8s://…)")
     if not _ADDRESS.fullmatch(settings.bind_address):
         raise ConfigError(f"CORRELAKE_SPARK_BIND_ADDRESS: {settings.bind_address!r} is not a host name or address")
+    keep_driver_seconds()
     endpoint = S3Settings().endpoint
     if endpoint is not None and not _ENDPOINT.fullmatch(endpoint):
         raise ConfigError(f"CORRELAKE_S3_ENDPOINT: {endpoint!r} is not an http(s)://HOST[:PORT] URL")

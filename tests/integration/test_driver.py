@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import re
 import signal
 import stat
 import subprocess
@@ -21,12 +22,12 @@ from socket import AF_UNIX, socket as unix_socket
 
 import pytest
 
-from correlake.config import validation_results_dir
+from correlake.config import SparkSettings, table_path, validation_results_dir
 from correlake.interfaces import cli
 from correlake.run import driver, pipeline
 from correlake.run.summary import findings
 from correlake.quality.gates import GateFailed
-from helpers import sorted_gold, start_driver
+from helpers import sorted_gold, start_driver, write_landing
 
 CORRELAKE = str(Path(sys.executable).with_name("correlake"))
 
@@ -228,3 +229,87 @@ def test_warm_up_runs_a_first_run_and_increments_and_leaves_nothing(spark):
     seconds = driver.warm_up(spark, rounds=1, records=400)
     assert len(seconds) == 2 and all(s > 0 for s in seconds)
     assert set(Path(tempfile.gettempdir()).glob("correlake-warm-up-*")) == before
+
+
+def test_a_run_without_a_driver_leaves_one_behind_that_serves_the_next_and_stops_when_idle(spark, tmp_path):
+    def message(position, key, at):
+        return {"position": position, "name": "m", "correlation_key": key, "published_at": at}
+
+    def opened(position, key, at):
+        return {"position": position, "type": "SUBSCRIPTION_OPENED", "timestamp": at, "bpmn_process_id": "p",
+                "process_instance_key": f"i{position}", "element_instance_key": f"e{position}",
+                "element_type": "RECEIVE_TASK", "message_name": "m", "correlation_key": key}
+
+    settings, t0 = SparkSettings(), 1767225600000
+    env = {**os.environ, "CORRELAKE_HOME": str(tmp_path / "home"), "CORRELAKE_JARS": str(settings.jars_dir),
+           "CORRELAKE_S3_JARS": str(settings.s3_jars_dir), "CORRELAKE_KEEP_DRIVER": "10",
+           "CORRELAKE_DRIVER_MEMORY": "1g"}
+    env.pop("CORRELAKE_DRIVER", None)
+    landing, lake = tmp_path / "landing", tmp_path / "lake"
+
+    def run() -> subprocess.CompletedProcess:
+        done = subprocess.run([CORRELAKE, "run", "--landing", str(landing), "--lake", str(lake)], env=env,
+                              capture_output=True, text=True, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    write_landing(landing, [message(1, "a", t0 + 10)], [opened(1, "a", t0 + 20), opened(2, "b", t0 + 5)], name="1")
+    first = run()
+    pid = int(re.search(r"started a driver \(pid (\d+)", first.stderr).group(1))
+    folder = tmp_path / "home" / "drivers"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    [log] = folder.glob("*.log")
+    [socket] = folder.glob("*.sock")
+    jvm = int(subprocess.run(["pgrep", "-P", str(pid), "java"], capture_output=True, text=True).stdout.split()[0])
+    write_landing(landing, [message(2, "b", t0 + 30)], [], name="2")
+    second = run()  # a fresh process, the next run on that lake: served by the same driver
+    assert "started a driver" not in second.stderr and log.read_text().count("correlake driver: run done") == 2
+    correlations = spark.read.format("delta").load(table_path(str(lake), "correlations"))
+    assert {(r.message_key, r.element_instance_key) for r in correlations.collect()} == {(1, "e1"), (2, "e2")}
+    deadline = time.monotonic() + 90
+    while (_alive(pid) or _alive(jvm)) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert not _alive(pid) and not _alive(jvm), "the kept driver and its JVM stop when idle"
+    assert log.read_text().rstrip().endswith("correlake driver: no call for 10 s; it stops\n"
+                                             "correlake driver: stopped by SIGTERM")
+    assert not socket.exists() and not socket.with_name(socket.name + ".key").exists()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+
+
+def test_a_kept_driver_is_one_per_set_up_and_stops_once_its_code_changed(tmp_path, monkeypatch):
+    from correlake.run import kept_driver
+
+    monkeypatch.setenv("CORRELAKE_HOME", str(tmp_path))
+    folder = kept_driver._folder()
+    assert kept_driver._socket(folder) == kept_driver._socket(folder)
+    monkeypatch.setenv("CORRELAKE_SHUFFLE_PARTITIONS", "7")
+    other_setup = kept_driver._socket(folder)
+    monkeypatch.setenv("CORRELAKE_SHUFFLE_PARTITIONS", "8")
+    assert kept_driver._socket(folder) != other_setup
+    monkeypatch.setenv("CORRELAKE_KEEP_DRIVER", "0")
+    assert kept_driver.address() is None
+
+    version, kills = ["v1"], []
+    monkeypatch.setattr(kept_driver, "code_version", lambda: version[0])
+    monkeypatch.setattr(driver, "IDLE_CHECK_SECONDS", 0.05)
+    monkeypatch.setattr(driver.signal, "pthread_kill", lambda thread, sig: kills.append((thread, sig)))
+    socket = tmp_path / "k.sock"
+    socket.touch()
+    idle = driver._Idle(socket, 3600)
+    assert idle.begin()  # a call in progress: never stopped under it
+    version[0] = "v2"
+    time.sleep(0.3)
+    assert kills == []
+    idle.end()
+    deadline = time.monotonic() + 10
+    while not kills and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert kills == [(threading.main_thread().ident, signal.SIGTERM)] and not socket.exists()
+    assert not idle.begin()  # a caller that connects now is dropped, and starts another driver

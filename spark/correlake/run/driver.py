@@ -41,6 +41,7 @@ from correlake.config import DRIVER_HANDSHAKE_SECONDS, driver_socket
 from correlake.errors import first_line
 
 BACKLOG = 64  # callers waiting for the driver
+IDLE_CHECK_SECONDS = 30  # how often a kept driver looks whether it has been idle too long, or its code changed
 WATCH_SECONDS = 0.05  # how often a call's watcher looks whether its caller hung up; a call ends this much later
 T = TypeVar("T")
 READY = "correlake driver: serving"  # the line `serve` prints once it takes calls
@@ -124,47 +125,74 @@ def _check_owned(path: Path) -> None:
 
 def call(function: Callable[..., T], *args, **kwargs) -> T:
     """`function`(spark, *args, **kwargs) (one of `served()`) on the driver at
-    `CORRELAKE_DRIVER`, else here."""
+    `CORRELAKE_DRIVER`, else on the kept driver (`kept_driver.py`), else here."""
     name = next((n for n, f in served().items() if f is function), None)
     if name is None:
         raise ValueError(f"a driver does not serve {function.__module__}.{function.__qualname__}")
     address = driver_socket()
-    if address is not None:
-        try:
-            _check_owned(address)
-            _check_owned(_key_path(address))
-            conn = Client(str(address), family="AF_UNIX", authkey=_key_path(address).read_bytes())
-        except (FileNotFoundError, ConnectionRefusedError) as exc:
-            print(f"correlake: no driver serves {address} ({exc.strerror}); running in this process",
-                  file=sys.stderr)
-        except (OSError, EOFError, AuthenticationError) as exc:  # a key of another driver, one just stopping
-            raise DriverError(f"cannot call the driver at {address} ({type(exc).__name__}: {exc}); "
-                              "try again, or unset CORRELAKE_DRIVER to run in this process") from None
-        else:
-            with conn:
-                try:
-                    conn.send((name, args, kwargs))
-                    ok, value = conn.recv()
-                except (EOFError, OSError):
-                    raise DriverError(f"the driver at {address} stopped during {name}; the lake's journal rolls "
-                                      "back what it left unfinished at the next run") from None
-            if ok:
-                return value
-            raise value
-    from correlake.session import get_spark
+    conn = _connect_kept() if address is None else _connect_named(address)
+    if conn is None:
+        from correlake.session import get_spark
 
-    return function(get_spark(), *args, **kwargs)
+        return function(get_spark(), *args, **kwargs)
+    with conn:
+        try:
+            conn.send((name, args, kwargs))
+            ok, value = conn.recv()
+        except (EOFError, OSError):
+            raise DriverError(f"the driver stopped during {name}; the lake's journal rolls back what it left "
+                              "unfinished at the next run") from None
+    if ok:
+        return value
+    raise value
+
+
+def _connect(address: Path):
+    _check_owned(address)
+    _check_owned(_key_path(address))
+    return Client(str(address), family="AF_UNIX", authkey=_key_path(address).read_bytes())
+
+
+def _connect_named(address: Path):
+    """A connection to the driver at CORRELAKE_DRIVER; None (run here) if none serves it."""
+    try:
+        return _connect(address)
+    except (FileNotFoundError, ConnectionRefusedError) as exc:
+        print(f"correlake: no driver serves {address} ({exc.strerror}); running in this process", file=sys.stderr)
+        return None
+    except (OSError, EOFError, AuthenticationError) as exc:  # a key of another driver, one just stopping
+        raise DriverError(f"cannot call the driver at {address} ({type(exc).__name__}: {exc}); "
+                          "try again, or unset CORRELAKE_DRIVER to run in this process") from None
+
+
+def _connect_kept():
+    """A connection to the kept driver, started if need be; None if none is kept."""
+    from correlake.run import kept_driver
+
+    for last_try in (False, True):
+        address = kept_driver.address()
+        if address is None:
+            return None
+        try:
+            return _connect(address)
+        except (OSError, EOFError, AuthenticationError) as exc:  # it stopped, idle, as it was called: start another
+            if last_try:
+                raise DriverError(f"cannot call the kept driver at {address} ({type(exc).__name__}: {exc}); "
+                                  "CORRELAKE_KEEP_DRIVER=0 runs in this process") from None
 
 
 def spawn(address: Path, log: Path, warm_up_rounds: int | None = None, env: dict | None = None,
-          timeout: float = 600.0) -> subprocess.Popen:
+          timeout: float = 600.0, idle_seconds: float = 0, detached: bool = False) -> subprocess.Popen:
     """Start `correlake serve` on `address` as a child process writing to `log` (default
-    warm-up unless `warm_up_rounds`); return it once it serves."""
-    command = [str(Path(sys.executable).with_name("correlake")), "serve", "--socket", str(address)]
+    warm-up unless `warm_up_rounds`; stopping after `idle_seconds` without a call unless 0;
+    in a session of its own if `detached`, to outlive its caller); return it once it serves."""
+    command = [str(Path(sys.executable).with_name("correlake")), "serve", "--socket", str(address),
+               "--idle", f"{idle_seconds:g}"]
     if warm_up_rounds is not None:
         command += ["--warm-up", str(warm_up_rounds)]
     with open(log, "w") as out:
-        process = subprocess.Popen(command, env=env, stdout=out, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(command, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=detached, cwd=address.parent if detached else None)
     deadline = time.monotonic() + timeout
     while READY not in log.read_text():
         if process.poll() is not None or time.monotonic() > deadline:
@@ -300,9 +328,52 @@ def _serve_one(conn, request: tuple, spark, functions: dict) -> bool:
     return alive
 
 
-def serve(address: Path, warm_up_rounds: int) -> None:
+class _Idle:
+    """Stops a kept driver once it has had no call for `seconds`, or once the code on disk is
+    not the code it runs: its socket goes first (a caller from then on starts another driver),
+    then it sends itself SIGTERM, as a supervisor would."""
+
+    def __init__(self, address: Path, seconds: float):
+        from correlake.run.kept_driver import code_version
+
+        self.address, self.seconds, self.version = address, seconds, code_version()
+        self.lock, self.busy, self.stopping, self.last = threading.Lock(), False, False, time.monotonic()
+        threading.Thread(target=self._watch, daemon=True).start()
+
+    def begin(self) -> bool:
+        """A caller connected: False if the driver is stopping (the caller starts another)."""
+        with self.lock:
+            self.busy = not self.stopping
+            return self.busy
+
+    def end(self) -> None:
+        with self.lock:
+            self.busy, self.last = False, time.monotonic()
+
+    def _reason(self) -> str | None:
+        from correlake.run.kept_driver import code_version
+
+        if time.monotonic() - self.last >= self.seconds:
+            return f"no call for {self.seconds:g} s"
+        return "its code changed on disk" if code_version() != self.version else None
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(min(IDLE_CHECK_SECONDS, self.seconds / 4))
+            with self.lock:
+                reason = None if self.busy else self._reason()
+                self.stopping = reason is not None
+            if reason:
+                print(f"correlake driver: {reason}; it stops", flush=True)
+                self.address.unlink(missing_ok=True)
+                signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)  # wakes it from accept()
+                return
+
+
+def serve(address: Path, warm_up_rounds: int, idle_seconds: float = 0) -> None:
     """Start Spark, warm it up, then serve calls one at a time until SIGTERM or Ctrl-C
-    (the caller's handlers: a call in progress is cancelled and rolled back); stop with a
+    (the caller's handlers: a call in progress is cancelled and rolled back), or, if
+    `idle_seconds`, until it has had no call for that long (`_Idle`); stop with a
     DriverError if Spark's JVM dies, so that a supervisor starts a new driver."""
     from correlake.session import get_spark
 
@@ -313,6 +384,7 @@ def serve(address: Path, warm_up_rounds: int) -> None:
         if warm_up_rounds:
             print(f"correlake driver: warming up (runs of {warm_up(spark, warm_up_rounds)} s)", flush=True)
         functions = served()
+        idle = _Idle(address, idle_seconds) if idle_seconds else None
         print(f"{READY} {address} (pid {os.getpid()})", flush=True)
         while True:
             try:
@@ -320,13 +392,22 @@ def serve(address: Path, warm_up_rounds: int) -> None:
             except OSError:
                 continue
             with conn:
+                if idle and not idle.begin():
+                    continue  # it stops: the caller finds no driver and starts another
                 try:
                     request = _handshake(conn, authkey)
                 except (OSError, EOFError, AuthenticationError):  # without the key, silent, or gone already
                     continue
-                if not _serve_one(conn, request, spark, functions):
-                    raise DriverError("Spark's JVM is gone; the driver stops (start it again)")
+                else:
+                    if not _serve_one(conn, request, spark, functions):
+                        raise DriverError("Spark's JVM is gone; the driver stops (start it again)")
+                finally:
+                    if idle:
+                        idle.end()
     finally:
         signal.signal(signal.SIGUSR1, on_sigusr1)
-        listener.close()
+        try:
+            listener.close()
+        except FileNotFoundError:  # its socket, unlinked by `_Idle` already
+            pass
         _key_path(address).unlink(missing_ok=True)

@@ -16,6 +16,8 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         help="Unix socket to listen on (default: $CORRELAKE_DRIVER, else <state>/driver.sock)")
     parser.add_argument("--warm-up", type=options.count, default=2, metavar="ROUNDS",
                         help="before serving, a synthetic first run and this many increments (0: none)")
+    parser.add_argument("--idle", type=options.seconds, default=0, metavar="SECONDS",
+                        help="stop after this long without a call, or once the code changed on disk (0: never)")
     return parser
 
 
@@ -23,7 +25,7 @@ def main(args: argparse.Namespace) -> int:
     from correlake.run.driver import serve
 
     try:
-        serve(Path(args.socket).resolve(), args.warm_up)
+        serve(Path(args.socket).resolve(), args.warm_up, args.idle)
     except Terminated:  # how a supervisor stops it
         print("correlake driver: stopped by SIGTERM", flush=True)
     return EXIT_OK

@@ -1,0 +1,99 @@
+"""A driver kept warm between runs, as build tools keep a daemon: without CORRELAKE_DRIVER,
+a call (`correlake run`, an Airflow task, a maintenance) goes to the `correlake serve`
+that an earlier call started and left behind, or starts one. A fresh process then pays
+neither the JVM's start nor its warming up, which is most of a small increment's time.
+
+The driver stops itself after CORRELAKE_KEEP_DRIVER seconds without a call (default two
+hours: hourly runs find it warm), or once the code it runs has changed on disk.
+CORRELAKE_KEEP_DRIVER=0: no driver is kept, each call runs in its own process.
+
+One driver per set-up: its socket, in `<CORRELAKE_HOME>/drivers` (mode 0700), is named by a
+keyed hash of what the driver starts Spark with (the environment's variables that configure
+correlake, Spark, Java, Hadoop, AWS and Python, the Python that runs it) and of the code, so
+that a call never lands on a driver set up otherwise, nor one running older code.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import secrets
+import sys
+import time
+from pathlib import Path
+
+from correlake.config import expectations_dir, keep_driver_seconds, sql_dir, state_dir
+
+SETUP_PREFIXES = ("CORRELAKE_", "SPARK_", "PYSPARK_", "JAVA_", "HADOOP_", "AWS_", "PYTHON")
+
+
+def code_version() -> str:
+    """A digest of the code a driver would run: the package, its SQL and GX suites (each
+    file's path, size and modification time)."""
+    digest = hashlib.sha256()
+    for folder in (Path(__file__).resolve().parents[1], sql_dir(), expectations_dir()):
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and "__pycache__" not in path.parts:
+                info = path.stat()
+                digest.update(f"{path}\0{info.st_size}\0{info.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def _folder() -> Path:
+    folder = state_dir() / "drivers"
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o700)
+    return folder
+
+
+def _salt(folder: Path) -> bytes:
+    """The key of the socket names' hash (the set-up it hashes may hold secrets)."""
+    path = folder / "salt"
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_bytes()
+    with os.fdopen(fd, "wb") as out:
+        out.write(salt := secrets.token_bytes(32))
+    return salt
+
+
+def _socket(folder: Path) -> Path:
+    setup = sorted((name, value) for name, value in os.environ.items() if name.startswith(SETUP_PREFIXES))
+    digest = hashlib.blake2b(repr((sys.executable, setup, code_version())).encode(), key=_salt(folder),
+                             digest_size=8)
+    return folder / f"{digest.hexdigest()}.sock"
+
+
+def _serves(address: Path) -> bool:
+    import socket
+
+    with socket.socket(socket.AF_UNIX) as probe:
+        try:
+            probe.connect(str(address))
+        except OSError:
+            return False
+    return True
+
+
+def address() -> Path | None:
+    """The socket of the kept driver of this set-up, started if none serves it; None if
+    CORRELAKE_KEEP_DRIVER is 0."""
+    idle = keep_driver_seconds()
+    if not idle:
+        return None
+    folder = _folder()
+    with open(folder / "lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one caller starts it, the others wait and use it
+        sock = _socket(folder)
+        if not _serves(sock):
+            from correlake.run.driver import spawn
+
+            started = time.perf_counter()
+            process = spawn(sock, sock.with_suffix(".log"), warm_up_rounds=0, idle_seconds=idle, detached=True)
+            print(f"correlake: started a driver (pid {process.pid}, {time.perf_counter() - started:.0f} s) that "
+                  f"keeps Spark warm for the next runs; it stops after {idle / 3600:g} h without one "
+                  f"(CORRELAKE_KEEP_DRIVER=0: each run in its own process; its log: {sock.with_suffix('.log')})",
+                  file=sys.stderr)
+    return sock
