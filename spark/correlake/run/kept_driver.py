@@ -79,12 +79,18 @@ def _serves(address: Path) -> bool:
 
 def address() -> Path | None:
     """The socket of the kept driver of this set-up, started if none serves it; None if
-    CORRELAKE_KEEP_DRIVER is 0."""
+    CORRELAKE_KEEP_DRIVER is 0, or if no driver can be kept here (an unwritable home)."""
     idle = keep_driver_seconds()
     if not idle:
         return None
-    folder = _folder()
-    with open(folder / "lock", "a") as lock:
+    try:
+        folder = _folder()
+        lock = open(folder / "lock", "a")
+    except OSError as exc:
+        print(f"correlake: no driver can be kept in {state_dir() / 'drivers'} ({exc.strerror}); running in this "
+              "process", file=sys.stderr)
+        return None
+    with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one caller starts it, the others wait and use it
         sock = _socket(folder)
         if not _serves(sock):
