@@ -15,8 +15,9 @@ driver gains as its JVM warms up. --via says what runs the increments: this proc
 (default), a fresh `correlake run` process each with its own JVM (`cli`), `correlake run`
 on a `correlake serve` driver started (and warmed up) for them (`driver`), or fresh
 `correlake run` processes as cron starts them, on the kept driver (`kept`): the lake's
-first run as a `correlake run` too (on a copy of the landing's lake; it starts the kept
-driver, which the increments then find), the driver stopped at the end.
+first run as a `correlake run` too (into a lake of its own; it starts the kept driver,
+which the increments then find after its idle warm-up, as cron's next run an hour
+later would), the driver stopped at the end.
 --increment-time says when the increment's records happen: within the first run's hour
 (late data, interleaved with the history: `as_of` stays), or in the hour after it (as
 hourly runs go: `as_of` moves, so the statuses of `gold/messages` that cross are updated).
@@ -100,7 +101,7 @@ def served_driver(out: Path, report: dict):
         process.wait(120)
 
 
-KEPT: list[int] = []  # the kept drivers that runs of --via kept started
+KEPT: list[tuple[int, Path]] = []  # the kept drivers that runs of --via kept started: (pid, log)
 
 
 def cli_env(via: str, socket: Path | None) -> dict:
@@ -120,8 +121,8 @@ def run_increment(spark, via: str, landing: Path, lake: Path, socket: Path | Non
         return {**result.timings, "touched_groups": result.touched_groups}
     done = subprocess.run([CORRELAKE, "run", "--landing", str(landing), "--lake", str(lake), "--max-quarantine-ratio",
                            "1"], env=cli_env(via, socket), capture_output=True, text=True, check=True)
-    if kept := re.search(r"started a driver \(pid (\d+)", done.stderr):
-        KEPT.append(int(kept.group(1)))
+    if kept := re.search(r"started a driver \(pid (\d+).*its log: (.*)\)$", done.stderr, re.MULTILINE):
+        KEPT.append((int(kept.group(1)), Path(kept.group(2))))
     timings = re.search(r"timings +(.*)", done.stdout).group(1)
     return {**{k: float(v.rstrip("s")) for k, v in (item.split(" ") for item in timings.split(", ")) if k != "total"},
             "touched_groups": int(re.search(r"key groups recomputed (\d+)", done.stdout).group(1))}
@@ -167,6 +168,10 @@ def main() -> None:
         timings = run_increment(spark, "kept", out / "landing", out / "lake_kept", None)
         runs.append({"run": "first, a fresh `correlake run` (it starts the kept driver)",
                      "total_s": round(time.perf_counter() - t, 1), **timings})
+        t = time.perf_counter()  # as cron's next run comes an hour later: the driver has had its idle warm-up
+        while "warmed up" not in KEPT[0][1].read_text():
+            time.sleep(1)
+        report["kept_driver_idle_warm_up_s"] = round(time.perf_counter() - t, 1)
     with served_driver(out, report) if args.via == "driver" and shares else nullcontext() as socket:
         for i, share in enumerate(shares):
             n_m, n_e = int(args.messages * share), int(args.events * share)
@@ -193,7 +198,7 @@ def main() -> None:
     quiet = pipeline.run(spark, str(out / "landing"), str(out / "lake"), as_of=result.as_of + HOUR_MS)
     runs.append({"run": "a quiet hour (as_of + 1 h)", "total_s": round(time.perf_counter() - t, 1),
                  "statuses_changed": quiet.statuses_changed})
-    for pid in KEPT:
+    for pid, _ in KEPT:
         os.kill(pid, signal.SIGTERM)
     report["runs"] = runs
     report["floor_s"] = round(floor_seconds(spark, out / "landing", out / "floor"), 1)

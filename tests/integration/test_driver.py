@@ -270,8 +270,7 @@ def test_a_run_without_a_driver_leaves_one_behind_that_serves_the_next_and_stops
     while (_alive(pid) or _alive(jvm)) and time.monotonic() < deadline:
         time.sleep(1)
     assert not _alive(pid) and not _alive(jvm), "the kept driver and its JVM stop when idle"
-    assert log.read_text().rstrip().endswith("correlake driver: no call for 10 s; it stops\n"
-                                             "correlake driver: stopped by SIGTERM")
+    assert log.read_text().rstrip().endswith("correlake driver: no call for 10 s; it stops")
     assert not socket.exists() and not socket.with_name(socket.name + ".key").exists()
 
 
@@ -283,7 +282,7 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
 
 
-def test_a_kept_driver_is_one_per_set_up_and_stops_once_its_code_changed(tmp_path, monkeypatch):
+def test_a_kept_driver_is_one_per_set_up_warms_up_once_idle_and_stops_once_its_code_changed(tmp_path, monkeypatch):
     from correlake.run import kept_driver
 
     monkeypatch.setenv("CORRELAKE_HOME", str(tmp_path))
@@ -296,20 +295,20 @@ def test_a_kept_driver_is_one_per_set_up_and_stops_once_its_code_changed(tmp_pat
     monkeypatch.setenv("CORRELAKE_KEEP_DRIVER", "0")
     assert kept_driver.address() is None
 
-    version, kills = ["v1"], []
+    version, warmed = ["v1"], []
     monkeypatch.setattr(kept_driver, "code_version", lambda: version[0])
-    monkeypatch.setattr(driver, "IDLE_CHECK_SECONDS", 0.05)
-    monkeypatch.setattr(driver.signal, "pthread_kill", lambda thread, sig: kills.append((thread, sig)))
-    socket = tmp_path / "k.sock"
-    socket.touch()
-    idle = driver._Idle(socket, 3600)
-    assert idle.begin()  # a call in progress: never stopped under it
+    monkeypatch.setattr(driver, "WARM_UP_AFTER_SECONDS", 0.05)
+    monkeypatch.setattr(driver, "warm_up", lambda spark, rounds, records: warmed.append((rounds, records)) or [1.0])
+    idle = driver._Idle(3600)
+    assert idle.stop_reason() is None and not idle.warm_up_due()
+    time.sleep(0.1)
+    assert idle.warm_up_due()  # idle a while: it warms up, once
+    idle.warm_up(spark=None)
+    assert warmed == [(1, driver.WARM_UP_RECORDS)] and idle.stop_reason() is None
+    time.sleep(0.1)
+    assert not idle.warm_up_due()
     version[0] = "v2"
-    time.sleep(0.3)
-    assert kills == []
-    idle.end()
-    deadline = time.monotonic() + 10
-    while not kills and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert kills == [(threading.main_thread().ident, signal.SIGTERM)] and not socket.exists()
-    assert not idle.begin()  # a caller that connects now is dropped, and starts another driver
+    assert idle.stop_reason() == "its code changed on disk"
+    short = driver._Idle(0.01)
+    time.sleep(0.05)
+    assert short.stop_reason() == "no call for 0.01 s"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import os
 import pickle
 import secrets
+import select
 import shutil
 import signal
 import socket
@@ -32,7 +33,7 @@ import threading
 import time
 import traceback
 from multiprocessing import AuthenticationError
-from multiprocessing.connection import Client, Listener, answer_challenge, deliver_challenge
+from multiprocessing.connection import Client, Connection, answer_challenge, deliver_challenge
 from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
@@ -42,6 +43,8 @@ from correlake.errors import first_line
 
 BACKLOG = 64  # callers waiting for the driver
 IDLE_CHECK_SECONDS = 30  # how often a kept driver looks whether it has been idle too long, or its code changed
+WARM_UP_AFTER_SECONDS = 60  # a kept driver idle this long warms up, once (`_Idle`)
+WARM_UP_RECORDS = 20_000  # its warm-up: a first run of this many messages and as many events, then an increment
 WATCH_SECONDS = 0.05  # how often a call's watcher looks whether its caller hung up; a call ends this much later
 T = TypeVar("T")
 READY = "correlake driver: serving"  # the line `serve` prints once it takes calls
@@ -225,9 +228,9 @@ def _portable(exc: BaseException) -> BaseException:
     return RemoteError(f"the driver failed: {type(exc).__name__}: {exc}\n--- driver traceback ---\n{text}")
 
 
-def _listen(address: Path) -> tuple[Listener, bytes]:
-    """Listen on `address` with a fresh key (the listener and the key: callers prove it in
-    `_handshake`); refuse if another driver already listens there."""
+def _listen(address: Path) -> tuple[socket.socket, bytes]:
+    """Listen on `address` with a fresh key (the listening socket and the key: callers prove
+    it in `_handshake`); refuse if another driver already listens there."""
     address.parent.mkdir(parents=True, exist_ok=True)
     if address.exists():
         probe = socket.socket(socket.AF_UNIX)
@@ -245,11 +248,20 @@ def _listen(address: Path) -> tuple[Listener, bytes]:
     authkey = secrets.token_bytes(32)
     with os.fdopen(fd, "wb") as out:
         out.write(authkey)
+    listener = socket.socket(socket.AF_UNIX)
     old_umask = os.umask(0o177)  # the socket file is created 0600
     try:
-        return Listener(str(address), family="AF_UNIX", backlog=BACKLOG), authkey
+        listener.bind(str(address))
     finally:
         os.umask(old_umask)
+    listener.listen(BACKLOG)
+    return listener, authkey
+
+
+def _accept(listener: socket.socket) -> Connection:
+    sock, _ = listener.accept()
+    sock.setblocking(True)
+    return Connection(sock.detach())
 
 
 def _handshake(conn, authkey: bytes) -> tuple:
@@ -329,45 +341,39 @@ def _serve_one(conn, request: tuple, spark, functions: dict) -> bool:
 
 
 class _Idle:
-    """Stops a kept driver once it has had no call for `seconds`, or once the code on disk is
-    not the code it runs: its socket goes first (a caller from then on starts another driver),
-    then it sends itself SIGTERM, as a supervisor would."""
+    """A kept driver's idle time: it warms up once it has been idle for WARM_UP_AFTER_SECONDS
+    (its first call warmed only that call's paths; a driver kept for less never does), and
+    stops after `seconds` without a call, or once the code on disk is not the code it runs."""
 
-    def __init__(self, address: Path, seconds: float):
+    def __init__(self, seconds: float):
         from correlake.run.kept_driver import code_version
 
-        self.address, self.seconds, self.version = address, seconds, code_version()
-        self.lock, self.busy, self.stopping, self.last = threading.Lock(), False, False, time.monotonic()
-        threading.Thread(target=self._watch, daemon=True).start()
+        self.seconds, self.version, self.last, self.warmed = seconds, code_version(), time.monotonic(), False
 
-    def begin(self) -> bool:
-        """A caller connected: False if the driver is stopping (the caller starts another)."""
-        with self.lock:
-            self.busy = not self.stopping
-            return self.busy
+    def served(self) -> None:
+        self.last = time.monotonic()
 
-    def end(self) -> None:
-        with self.lock:
-            self.busy, self.last = False, time.monotonic()
+    def tick(self) -> float:
+        """How long to wait for a call before looking again."""
+        return min(IDLE_CHECK_SECONDS, self.seconds / 4)
 
-    def _reason(self) -> str | None:
+    def stop_reason(self) -> str | None:
         from correlake.run.kept_driver import code_version
 
         if time.monotonic() - self.last >= self.seconds:
             return f"no call for {self.seconds:g} s"
         return "its code changed on disk" if code_version() != self.version else None
 
-    def _watch(self) -> None:
-        while True:
-            time.sleep(min(IDLE_CHECK_SECONDS, self.seconds / 4))
-            with self.lock:
-                reason = None if self.busy else self._reason()
-                self.stopping = reason is not None
-            if reason:
-                print(f"correlake driver: {reason}; it stops", flush=True)
-                self.address.unlink(missing_ok=True)
-                signal.pthread_kill(threading.main_thread().ident, signal.SIGTERM)  # wakes it from accept()
-                return
+    def warm_up_due(self) -> bool:
+        return not self.warmed and time.monotonic() - self.last >= WARM_UP_AFTER_SECONDS
+
+    def warm_up(self, spark) -> None:
+        self.warmed = True
+        try:
+            print(f"correlake driver: idle, warmed up (runs of {warm_up(spark, 1, WARM_UP_RECORDS)} s)", flush=True)
+        except Exception as exc:  # a driver that cannot warm up still serves
+            print(f"correlake driver: the warm-up failed ({type(exc).__name__}: {first_line(exc)[:300]})", flush=True)
+        self.served()  # its idle time starts again
 
 
 def serve(address: Path, warm_up_rounds: int, idle_seconds: float = 0) -> None:
@@ -384,30 +390,31 @@ def serve(address: Path, warm_up_rounds: int, idle_seconds: float = 0) -> None:
         if warm_up_rounds:
             print(f"correlake driver: warming up (runs of {warm_up(spark, warm_up_rounds)} s)", flush=True)
         functions = served()
-        idle = _Idle(address, idle_seconds) if idle_seconds else None
+        idle = _Idle(idle_seconds) if idle_seconds else None
         print(f"{READY} {address} (pid {os.getpid()})", flush=True)
         while True:
+            if idle and not select.select([listener], [], [], idle.tick())[0]:
+                if reason := idle.stop_reason():
+                    print(f"correlake driver: {reason}; it stops", flush=True)
+                    return
+                if idle.warm_up_due():
+                    idle.warm_up(spark)
+                continue
             try:
-                conn = listener.accept()
+                conn = _accept(listener)
             except OSError:
                 continue
             with conn:
-                if idle and not idle.begin():
-                    continue  # it stops: the caller finds no driver and starts another
                 try:
                     request = _handshake(conn, authkey)
                 except (OSError, EOFError, AuthenticationError):  # without the key, silent, or gone already
                     continue
-                else:
-                    if not _serve_one(conn, request, spark, functions):
-                        raise DriverError("Spark's JVM is gone; the driver stops (start it again)")
-                finally:
-                    if idle:
-                        idle.end()
-    finally:
+                if not _serve_one(conn, request, spark, functions):
+                    raise DriverError("Spark's JVM is gone; the driver stops (start it again)")
+            if idle:
+                idle.served()
+    finally:  # the key, then the socket file, then the socket: a driver started meanwhile keeps its own
         signal.signal(signal.SIGUSR1, on_sigusr1)
-        try:
-            listener.close()
-        except FileNotFoundError:  # its socket, unlinked by `_Idle` already
-            pass
         _key_path(address).unlink(missing_ok=True)
+        address.unlink(missing_ok=True)
+        listener.close()
