@@ -41,6 +41,18 @@ def write_landing(root: Path, messages: list, events: list, name: str = "part") 
     return root
 
 
+def publish(position: int, key: str, at: int) -> dict:
+    """A publish of message `m` with `key` at `at` (epoch ms), the contract's fields only."""
+    return {"position": position, "name": "m", "correlation_key": key, "published_at": at}
+
+
+def opened(position: int, key: str, at: int) -> dict:
+    """A receive task of process `p` (instance i<position>, element e<position>) waiting for `m` with `key`."""
+    return {"position": position, "type": "SUBSCRIPTION_OPENED", "timestamp": at, "bpmn_process_id": "p",
+            "process_instance_key": f"i{position}", "element_instance_key": f"e{position}",
+            "element_type": "RECEIVE_TASK", "message_name": "m", "correlation_key": key}
+
+
 def versions(lake_dir: str) -> dict[str, int]:
     """Every lake table's latest Delta version (-1: no table)."""
     return {name: lake.version(table_path(lake_dir, name)) for name in TABLES}

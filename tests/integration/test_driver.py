@@ -27,7 +27,7 @@ from correlake.interfaces import cli
 from correlake.run import driver, pipeline
 from correlake.run.summary import findings
 from correlake.quality.gates import GateFailed
-from helpers import sorted_gold, start_driver, write_landing
+from helpers import opened, publish, sorted_gold, start_driver, write_landing
 
 CORRELAKE = str(Path(sys.executable).with_name("correlake"))
 
@@ -232,14 +232,6 @@ def test_warm_up_runs_a_first_run_and_increments_and_leaves_nothing(spark):
 
 
 def test_a_run_without_a_driver_leaves_one_behind_that_serves_the_next_and_stops_when_idle(spark, tmp_path):
-    def message(position, key, at):
-        return {"position": position, "name": "m", "correlation_key": key, "published_at": at}
-
-    def opened(position, key, at):
-        return {"position": position, "type": "SUBSCRIPTION_OPENED", "timestamp": at, "bpmn_process_id": "p",
-                "process_instance_key": f"i{position}", "element_instance_key": f"e{position}",
-                "element_type": "RECEIVE_TASK", "message_name": "m", "correlation_key": key}
-
     settings, t0 = SparkSettings(), 1767225600000
     env = {**os.environ, "CORRELAKE_HOME": str(tmp_path / "home"), "CORRELAKE_JARS": str(settings.jars_dir),
            "CORRELAKE_S3_JARS": str(settings.s3_jars_dir), "CORRELAKE_KEEP_DRIVER": "10",
@@ -253,7 +245,7 @@ def test_a_run_without_a_driver_leaves_one_behind_that_serves_the_next_and_stops
         assert done.returncode == 0, done.stderr
         return done
 
-    write_landing(landing, [message(1, "a", t0 + 10)], [opened(1, "a", t0 + 20), opened(2, "b", t0 + 5)], name="1")
+    write_landing(landing, [publish(1, "a", t0 + 10)], [opened(1, "a", t0 + 20), opened(2, "b", t0 + 5)], name="1")
     first = run()
     pid = int(re.search(r"started a driver \(pid (\d+)", first.stderr).group(1))
     folder = tmp_path / "home" / "drivers"
@@ -261,7 +253,7 @@ def test_a_run_without_a_driver_leaves_one_behind_that_serves_the_next_and_stops
     [log] = folder.glob("*.log")
     [socket] = folder.glob("*.sock")
     jvm = int(subprocess.run(["pgrep", "-P", str(pid), "java"], capture_output=True, text=True).stdout.split()[0])
-    write_landing(landing, [message(2, "b", t0 + 30)], [], name="2")
+    write_landing(landing, [publish(2, "b", t0 + 30)], [], name="2")
     second = run()  # a fresh process, the next run on that lake: served by the same driver
     assert "started a driver" not in second.stderr and log.read_text().count("correlake driver: run done") == 2
     correlations = spark.read.format("delta").load(table_path(str(lake), "correlations"))

@@ -50,22 +50,14 @@ def test_the_contract_tables_are_read_by_every_delta_rs_reader(spark, tmp_path):
 
     from correlake.run import pipeline
     from correlake.config import DELETION_VECTOR_TABLES, GOLD_TABLES
-    from helpers import write_landing
-
-    def message(position, key, at):
-        return {"position": position, "name": "m", "correlation_key": key, "published_at": at}
-
-    def opened(position, key, at):
-        return {"position": position, "type": "SUBSCRIPTION_OPENED", "timestamp": at, "bpmn_process_id": "p",
-                "process_instance_key": f"i{position}", "element_instance_key": f"e{position}",
-                "element_type": "RECEIVE_TASK", "message_name": "m", "correlation_key": key}
+    from helpers import opened, publish, write_landing
 
     lake = str(tmp_path / "lake")
     t0 = 1767225600000
-    landing = write_landing(tmp_path / "landing", [message(1, "a", t0 + 10), message(2, "b", t0)],
+    landing = write_landing(tmp_path / "landing", [publish(1, "a", t0 + 10), publish(2, "b", t0)],
                             [opened(1, "a", t0 + 20), opened(2, "b", t0 + 5)], name="first")
     pipeline.run(spark, str(landing), lake, max_quarantine_ratio=1.0)
-    write_landing(landing, [message(3, "a", t0 + 1), "not json"], [opened(3, "b", t0 + 1)], name="late")
+    write_landing(landing, [publish(3, "a", t0 + 1), "not json"], [opened(3, "b", t0 + 1)], name="late")
     pipeline.run(spark, str(landing), lake, max_quarantine_ratio=1.0)
     correlations = spark.read.format("delta").load(table_path(lake, "correlations"))
     assert {(r.message_key, r.element_instance_key) for r in correlations.collect()} == {(3, "e1"), (2, "e3")}  # moved
