@@ -228,20 +228,23 @@ def _portable(exc: BaseException) -> BaseException:
     return RemoteError(f"the driver failed: {type(exc).__name__}: {exc}\n--- driver traceback ---\n{text}")
 
 
+def serving(address: Path) -> bool:
+    """Whether a driver listens on `address` (a connection it drops at once, as a caller without the key)."""
+    with socket.socket(socket.AF_UNIX) as probe:
+        try:
+            probe.connect(str(address))
+        except OSError:
+            return False
+    return True
+
+
 def _listen(address: Path) -> tuple[socket.socket, bytes]:
     """Listen on `address` with a fresh key (the listening socket and the key: callers prove
     it in `_handshake`); refuse if another driver already listens there."""
     address.parent.mkdir(parents=True, exist_ok=True)
-    if address.exists():
-        probe = socket.socket(socket.AF_UNIX)
-        try:
-            probe.connect(str(address))
-        except OSError:
-            address.unlink()  # left by a driver that was killed
-        else:
-            raise DriverError(f"a driver already serves {address}")
-        finally:
-            probe.close()
+    if serving(address):
+        raise DriverError(f"a driver already serves {address}")
+    address.unlink(missing_ok=True)  # left by a driver that was killed
     key = _key_path(address)
     key.unlink(missing_ok=True)
     fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)

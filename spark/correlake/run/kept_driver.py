@@ -3,8 +3,9 @@ a call (`correlake run`, an Airflow task, a maintenance) goes to the `correlake 
 that an earlier call started and left behind, or starts one. A fresh process then pays
 neither the JVM's start nor its warming up, which is most of a small increment's time.
 
-The driver stops itself after CORRELAKE_KEEP_DRIVER seconds without a call (default two
-hours: hourly runs find it warm), or once the code it runs has changed on disk.
+The driver warms up once after a minute without a call, and stops itself after
+CORRELAKE_KEEP_DRIVER seconds without one (default two hours: hourly runs find it warm),
+or once the code it runs has changed on disk (`driver._Idle`).
 CORRELAKE_KEEP_DRIVER=0: no driver is kept, each call runs in its own process.
 
 One driver per set-up: its socket, in `<CORRELAKE_HOME>/drivers` (mode 0700), is named by a
@@ -24,6 +25,7 @@ import time
 from pathlib import Path
 
 from correlake.config import expectations_dir, keep_driver_seconds, sql_dir, state_dir
+from correlake.run.driver import serving, spawn
 
 SETUP_PREFIXES = ("CORRELAKE_", "SPARK_", "PYSPARK_", "JAVA_", "HADOOP_", "AWS_", "PYTHON")
 
@@ -66,17 +68,6 @@ def _socket(folder: Path) -> Path:
     return folder / f"{digest.hexdigest()}.sock"
 
 
-def _serves(address: Path) -> bool:
-    import socket
-
-    with socket.socket(socket.AF_UNIX) as probe:
-        try:
-            probe.connect(str(address))
-        except OSError:
-            return False
-    return True
-
-
 def address() -> Path | None:
     """The socket of the kept driver of this set-up, started if none serves it; None if
     CORRELAKE_KEEP_DRIVER is 0, or if no driver can be kept here (an unwritable home)."""
@@ -93,9 +84,7 @@ def address() -> Path | None:
     with lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one caller starts it, the others wait and use it
         sock = _socket(folder)
-        if not _serves(sock):
-            from correlake.run.driver import spawn
-
+        if not serving(sock):
             started = time.perf_counter()
             process = spawn(sock, sock.with_suffix(".log"), warm_up_rounds=0, idle_seconds=idle, detached=True)
             print(f"correlake: started a driver (pid {process.pid}, {time.perf_counter() - started:.0f} s) that "
