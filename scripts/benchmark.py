@@ -104,6 +104,19 @@ def served_driver(out: Path, report: dict):
 KEPT: list[tuple[int, Path]] = []  # the kept drivers that runs of --via kept started: (pid, log)
 
 
+def wait_for_warm_up(log: Path, deadline_s: float = 900.0) -> None:
+    """Wait until the kept driver writing `log` has had its idle warm-up (or say why not)."""
+    start = time.perf_counter()
+    while time.perf_counter() - start < deadline_s:
+        text = log.read_text()
+        if "warmed up" in text:
+            return
+        if "warm-up failed" in text or "it stops" in text:
+            raise SystemExit(f"the kept driver's warm-up did not happen: see {log}")
+        time.sleep(1)
+    raise SystemExit(f"the kept driver did not warm up within {deadline_s:.0f} s: see {log}")
+
+
 def cli_env(via: str, socket: Path | None) -> dict:
     """A `correlake run`'s environment: on the benchmark's driver, on the kept driver, or on its own JVM."""
     env = {key: value for key, value in os.environ.items() if key not in ("CORRELAKE_DRIVER", "CORRELAKE_KEEP_DRIVER")}
@@ -169,8 +182,7 @@ def main() -> None:
         runs.append({"run": "first, a fresh `correlake run` (it starts the kept driver)",
                      "total_s": round(time.perf_counter() - t, 1), **timings})
         t = time.perf_counter()  # as cron's next run comes an hour later: the driver has had its idle warm-up
-        while "warmed up" not in KEPT[0][1].read_text():
-            time.sleep(1)
+        wait_for_warm_up(KEPT[0][1])
         report["kept_driver_idle_warm_up_s"] = round(time.perf_counter() - t, 1)
     with served_driver(out, report) if args.via == "driver" and shares else nullcontext() as socket:
         for i, share in enumerate(shares):

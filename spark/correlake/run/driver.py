@@ -169,19 +169,20 @@ def _connect_named(address: Path):
 
 
 def _connect_kept():
-    """A connection to the kept driver, started if need be; None if none is kept."""
+    """A connection to the kept driver, started if none serves; None if none is kept."""
     from correlake.run import kept_driver
 
-    for last_try in (False, True):
-        address = kept_driver.address()
-        if address is None:
-            return None
-        try:
-            return _connect(address)
-        except (OSError, EOFError, AuthenticationError) as exc:  # it stopped, idle, as it was called: start another
-            if last_try:
-                raise DriverError(f"cannot call the kept driver at {address} ({type(exc).__name__}: {exc}); "
-                                  "CORRELAKE_KEEP_DRIVER=0 runs in this process") from None
+    if (address := kept_driver.address()) is None:
+        return None
+    try:
+        return _connect(address)
+    except (OSError, EOFError, AuthenticationError):  # none serves yet, or it stopped, idle, as it was called
+        kept_driver.start(address)
+    try:
+        return _connect(address)
+    except (OSError, EOFError, AuthenticationError) as exc:
+        raise DriverError(f"cannot call the kept driver at {address} ({type(exc).__name__}: {exc}); "
+                          "CORRELAKE_KEEP_DRIVER=0 runs in this process") from None
 
 
 def spawn(address: Path, log: Path, warm_up_rounds: int | None = None, env: dict | None = None,
@@ -238,6 +239,14 @@ def serving(address: Path) -> bool:
     return True
 
 
+def new_secret(path: Path) -> bytes:
+    """32 random bytes, written to a new file of mode 0600 (FileExistsError if there is one)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(secret := secrets.token_bytes(32))
+    return secret
+
+
 def _listen(address: Path) -> tuple[socket.socket, bytes]:
     """Listen on `address` with a fresh key (the listening socket and the key: callers prove
     it in `_handshake`); refuse if another driver already listens there."""
@@ -245,12 +254,8 @@ def _listen(address: Path) -> tuple[socket.socket, bytes]:
     if serving(address):
         raise DriverError(f"a driver already serves {address}")
     address.unlink(missing_ok=True)  # left by a driver that was killed
-    key = _key_path(address)
-    key.unlink(missing_ok=True)
-    fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    authkey = secrets.token_bytes(32)
-    with os.fdopen(fd, "wb") as out:
-        out.write(authkey)
+    _key_path(address).unlink(missing_ok=True)
+    authkey = new_secret(_key_path(address))
     listener = socket.socket(socket.AF_UNIX)
     old_umask = os.umask(0o177)  # the socket file is created 0600
     try:

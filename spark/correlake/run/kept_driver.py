@@ -19,13 +19,12 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import secrets
 import sys
 import time
 from pathlib import Path
 
 from correlake.config import expectations_dir, keep_driver_seconds, sql_dir, state_dir
-from correlake.run.driver import serving, spawn
+from correlake.run.driver import new_secret, serving, spawn
 
 SETUP_PREFIXES = ("CORRELAKE_", "SPARK_", "PYSPARK_", "JAVA_", "HADOOP_", "AWS_", "PYTHON")
 
@@ -51,14 +50,10 @@ def _folder() -> Path:
 
 def _salt(folder: Path) -> bytes:
     """The key of the socket names' hash (the set-up it hashes may hold secrets)."""
-    path = folder / "salt"
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        return new_secret(folder / "salt")
     except FileExistsError:
-        return path.read_bytes()
-    with os.fdopen(fd, "wb") as out:
-        out.write(salt := secrets.token_bytes(32))
-    return salt
+        return (folder / "salt").read_bytes()
 
 
 def _socket(folder: Path) -> Path:
@@ -69,26 +64,29 @@ def _socket(folder: Path) -> Path:
 
 
 def address() -> Path | None:
-    """The socket of the kept driver of this set-up, started if none serves it; None if
+    """The socket of this set-up's kept driver (serving or not); None if
     CORRELAKE_KEEP_DRIVER is 0, or if no driver can be kept here (an unwritable home)."""
-    idle = keep_driver_seconds()
-    if not idle:
+    if not keep_driver_seconds():
         return None
     try:
-        folder = _folder()
-        lock = open(folder / "lock", "a")
+        return _socket(_folder())
     except OSError as exc:
         print(f"correlake: no driver can be kept in {state_dir() / 'drivers'} ({exc.strerror}); running in this "
               "process", file=sys.stderr)
         return None
-    with lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one caller starts it, the others wait and use it
-        sock = _socket(folder)
-        if not serving(sock):
-            started = time.perf_counter()
-            process = spawn(sock, sock.with_suffix(".log"), warm_up_rounds=0, idle_seconds=idle, detached=True)
-            print(f"correlake: started a driver (pid {process.pid}, {time.perf_counter() - started:.0f} s) that "
-                  f"keeps Spark warm for the next runs; it stops after {idle / 3600:g} h without one "
-                  f"(CORRELAKE_KEEP_DRIVER=0: each run in its own process; its log: {sock.with_suffix('.log')})",
-                  file=sys.stderr)
-    return sock
+
+
+def start(sock: Path) -> None:
+    """Start the kept driver at `sock` unless one serves it: one caller starts it, the
+    others wait for it under a file lock, then use it."""
+    idle = keep_driver_seconds()
+    with open(sock.parent / "lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if serving(sock):
+            return
+        started = time.perf_counter()
+        process = spawn(sock, sock.with_suffix(".log"), warm_up_rounds=0, idle_seconds=idle, detached=True)
+        print(f"correlake: started a driver (pid {process.pid}, {time.perf_counter() - started:.0f} s) that "
+              f"keeps Spark warm for the next runs; it stops after {idle / 3600:g} h without one "
+              f"(CORRELAKE_KEEP_DRIVER=0: each run in its own process; its log: {sock.with_suffix('.log')})",
+              file=sys.stderr)
