@@ -9,7 +9,7 @@ import operator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from correlake.transforms.hints import broadcast_if_small
+from correlake.transforms.hints import broadcast_if_small, hint_for
 from correlake.contract.schemas import SCOPE
 from correlake.lake.sqlfiles import delta_table, fill
 
@@ -22,7 +22,7 @@ def changes(target: DataFrame, rows: DataFrame, touched: DataFrame, keys: list[s
     target row of those keys that `rows` no longer has (`_op` 'D'). Rows already right
     are left out, so that a MERGE of these changes rewrites only the files that hold
     a row that changes (Delta rewrites every file where its source matches a row)."""
-    current = (target.join(broadcast_if_small(touched)(touched), SCOPE, "left_semi").select(*rows.columns)
+    current = (target.join(touched, SCOPE, "left_semi").select(*rows.columns)
                .localCheckpoint())  # the target is read once
     same = functools.reduce(operator.and_, (F.col(f"s.`{c}`").eqNullSafe(F.col(f"t.`{c}`")) for c in rows.columns))
     differing = rows.alias("s").join(current.alias("t"), same, "left_anti")
@@ -35,16 +35,17 @@ def restate(spark: SparkSession, target_path: str, rows: DataFrame, touched: Dat
     """Make the target's rows for the `touched` keys exactly `rows` (no commit when every
     row is already right).
 
-    `rows` are the new rows of the (tenant_id, correlation_key)s in `touched` (and may
+    `rows` are the new rows of the (tenant_id, correlation_key)s in `touched` (a frame
+    with its join hint: `broadcast_if_small`, decided once by the caller) (and may
     carry rows of other keys, which update theirs: a run that moves as_of); target rows
     of the touched keys that are not in `rows` are deleted; the others are untouched.
     """
     columns = rows.columns
     source = changes(spark.read.format("delta").load(target_path), rows, touched, keys).localCheckpoint()
-    if source.isEmpty():
+    if not (changed := source.count()):
         return
     view = f"correlake_changes_{next(_views)}"
-    broadcast_if_small(source)(source).createOrReplaceTempView(view)
+    hint_for(changed)(source).createOrReplaceTempView(view)
     try:
         spark.sql(fill(
             "restate",

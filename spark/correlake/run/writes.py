@@ -97,7 +97,7 @@ SCHEMAS = {**GOLD, "as_of": AS_OF, "silver_messages": SILVER_MESSAGE, "key_group
 
 def apply(plan: WritePlan, run: StagedRun) -> None:
     """Carry out the plan with the run's frames (the caller journals the writes)."""
-    touched = run.frame("touched_keys").select(*SCOPE)
+    touched = _hinted(run.frame("touched_keys").select(*SCOPE))
     run_concurrently([lambda w=w: _write(run, w, touched) for w in plan.writes])
 
 
@@ -111,10 +111,15 @@ def _write(run: StagedRun, write: Write, touched) -> None:
     if write.how is How.CREATE:
         tables.create(rows, lake, name, run_id)
     else:  # key groups: the groups that changed; the other tables: the keys the run touched
-        keys = run.frame(name).select(*SCOPE) if name == "key_groups" else touched
+        keys = _hinted(run.frame(name).select(*SCOPE)) if name == "key_groups" else touched
         path = table_path(lake, name)
         if write.how is How.REFRESH:  # the other keys' rows whose status crosses, in the same MERGE (one rewrite)
             others = as_of.crossed(spark.read.format("delta").load(path), write.as_of_before, run.result.as_of)
-            rows = rows.unionByName(others.join(broadcast_if_small(touched)(touched), SCOPE, "left_anti")
+            rows = rows.unionByName(others.join(touched, SCOPE, "left_anti")
                                     .select(*rows.columns)).localCheckpoint()
         restate(spark, path, rows, keys, list(write.keys))
+
+
+def _hinted(keys):
+    """`keys` with its join hint, decided once for every table it restates."""
+    return broadcast_if_small(keys)(keys)

@@ -14,5 +14,9 @@ def broadcast_if_small(*frames: DataFrame):
     The frames are counted: give checkpointed frames or narrow ones over them. A hint
     changes plans, never results.
     """
-    small = all(df.limit(BROADCAST_ROWS + 1).count() <= BROADCAST_ROWS for df in frames)
-    return F.broadcast if small else (lambda df: df)
+    return hint_for(max(df.limit(BROADCAST_ROWS + 1).count() for df in frames))
+
+
+def hint_for(rows: int):
+    """The hint for a frame of `rows` rows: `F.broadcast` up to `BROADCAST_ROWS`, else the identity."""
+    return F.broadcast if rows <= BROADCAST_ROWS else (lambda df: df)
