@@ -35,10 +35,11 @@ def restate(spark: SparkSession, target_path: str, rows: DataFrame, touched: Dat
     """Make the target's rows for the `touched` keys exactly `rows` (no commit when every
     row is already right).
 
-    `rows` are the new rows of the (tenant_id, correlation_key)s in `touched` (a frame
-    with its join hint: `broadcast_if_small`, decided once by the caller) (and may
+    `rows` are the new rows of the (tenant_id, correlation_key)s in `touched` (and may
     carry rows of other keys, which update theirs: a run that moves as_of); target rows
     of the touched keys that are not in `rows` are deleted; the others are untouched.
+    `touched` comes with its join hint (`broadcast_if_small`), which the caller decides
+    once for every table it restates.
     """
     columns = rows.columns
     source = changes(spark.read.format("delta").load(target_path), rows, touched, keys).localCheckpoint()
