@@ -97,7 +97,8 @@ SCHEMAS = {**GOLD, "as_of": AS_OF, "silver_messages": SILVER_MESSAGE, "key_group
 
 def apply(plan: WritePlan, run: StagedRun) -> None:
     """Carry out the plan with the run's frames (the caller journals the writes)."""
-    touched = _hinted(run.frame("touched_keys").select(*SCOPE))
+    restating = any(w.how in (How.MERGE, How.REFRESH) for w in plan.writes)  # a first run, a rebuild: none
+    touched = _hinted(run.frame("touched_keys").select(*SCOPE)) if restating else None
     run_concurrently([lambda w=w: _write(run, w, touched) for w in plan.writes])
 
 
