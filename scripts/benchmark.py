@@ -1,7 +1,7 @@
 """Benchmark: generate a workload, run the pipeline, write a report (JSON + markdown).
 
     .venv/bin/python scripts/benchmark.py --messages 100000 --events 100000 [--skew uniform|zipf|hot]
-        [--increment 0.01[,0.001...]] [--increment-time within|after] [--repeat 1]
+        [--increment 0.01[,0.001...]] [--increment-time within|after] [--repeat 1] [--hourly]
         [--via process|cli|driver|kept] [--out .local/bench]
 
 Not run by CI. Reports time per stage and gate, rows/s, and the floor: the time the
@@ -11,7 +11,9 @@ counted in either) and at the end in this process (warm). Each --increment
 share (of the first run's records) lands in its own folder and runs on its own copy of
 the first run's lake, so that increments of several sizes are measured on the same
 history; --repeat runs each again on fresh copies, to show how much a long-lived
-driver gains as its JVM warms up. --via says what runs the increments: this process
+driver gains as its JVM warms up; with --hourly, each repeat is instead the next hour's
+increment, with records of its own, on the lake the one before left (as hourly runs go).
+--via says what runs the increments: this process
 (default), a fresh `correlake run` process each with its own JVM (`cli`), `correlake run`
 on a `correlake serve` driver started (and warmed up) for them (`driver`), or fresh
 `correlake run` processes as cron starts them, on the kept driver (`kept`): the lake's
@@ -151,6 +153,9 @@ def main() -> None:
                         help="the increments' records: late, within the first run's hour, or in the hour after")
     parser.add_argument("--repeat", type=int, default=1,
                         help="run each increment this many times, each on a fresh copy (JIT and codegen warm up)")
+    parser.add_argument("--hourly", action="store_true",
+                        help="each repeat is instead the next hour's increment (records of its own) on the lake "
+                             "the one before left, as hourly runs go (with --via kept: on the kept driver's lake)")
     parser.add_argument("--via", choices=["process", "cli", "driver", "kept"], default="process",
                         help="run the increments in this process, as fresh `correlake run` processes, on a driver, "
                              "or as fresh `correlake run` processes on the kept driver")
@@ -187,17 +192,25 @@ def main() -> None:
     with served_driver(out, report) if args.via == "driver" and shares else nullcontext() as socket:
         for i, share in enumerate(shares):
             n_m, n_e = int(args.messages * share), int(args.events * share)
-            landing = out / f"increment{i}" / "landing"
-            generate(landing, n_m, n_e, args.skew, seed=2 + i, first_position=10 ** 9,
-                     start_ms=BASE_MS + (HOUR_MS if args.increment_time == "after" else 0))
+            hourly_lake = out / f"increment{i}" / "lake"
+            if args.hourly and args.via != "kept":
+                shutil.copytree(out / "lake", hourly_lake)
             for k in range(args.repeat):
-                lake = out / f"increment{i}" / f"lake{k}"
-                shutil.copytree(out / "lake", lake)
+                landing = out / f"increment{i}" / (f"landing{k}" if args.hourly else "landing")
+                if args.hourly or not k:
+                    generate(landing, n_m, n_e, args.skew, seed=2 + i + 100 * k, first_position=10 ** 9 + 10 ** 8 * k,
+                             start_ms=BASE_MS + (HOUR_MS * (k + 1) if args.increment_time == "after" or args.hourly
+                                                 else 0))
+                if args.hourly:
+                    lake = out / "lake_kept" if args.via == "kept" else hourly_lake
+                else:
+                    lake = out / f"increment{i}" / f"lake{k}"
+                    shutil.copytree(out / "lake", lake)
                 t = time.perf_counter()
                 timings = run_increment(spark, args.via, landing, lake, socket)
                 runs.append({"run": f"increment {n_m}+{n_e}" + (f" #{k + 1}" if args.repeat > 1 else ""),
                              "total_s": round(time.perf_counter() - t, 1), **timings})
-                if k < args.repeat - 1:
+                if k < args.repeat - 1 and not args.hourly:
                     shutil.rmtree(lake)
     t = time.perf_counter()
     pipeline.run(spark, str(out / "landing"), str(out / "lake"))  # the first run's landing again

@@ -4,7 +4,8 @@ correlation to another key (rule 4), tenants kept apart by the Spark partitionin
 (rules 3a, 5, 7, 19), gold/messages' columns and the contract's defaults, the
 default as_of (rule 23), instance keys of correlake's reserved form made by a
 producer, a long chain of linked keys, an increment that recomputes the one key
-group it touches, and the outbox that follows gold (a moved correlation retracted).
+group it touches, the outbox that follows gold (a moved correlation retracted), and
+the key columns of silver the process keeps for the lake's next run.
 Positions repeat across the two streams, as they may."""
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from correlake.run import pipeline
+from correlake.run import history_keys, pipeline
+from correlake.transforms import scope
 from correlake.config import GOLD_TABLES, table_path
 from correlake.lake.sqlfiles import delta_table
 from correlake.lake import journal
@@ -194,3 +196,24 @@ def test_the_outbox_follows_gold_and_retracts_what_late_data_moved(spark, runs):
     assert now["outbox"] == after_first["outbox"] + 1
     assert {name: journal.published_version(lake, name) for name in now} == now
     assert pipeline.run(spark, str(Path(lake).parent / "landing"), lake).nothing_new and versions(lake) == now
+
+
+def test_the_process_keeps_silvers_key_columns_as_its_last_run_published_them(spark, runs):
+    """After run 2 (which started from what run 1 left), the process keeps silver's key
+    columns (the rows silver's tables hold), for exactly that lake at those versions. A quiet hour, which writes no silver table, carries them over; a
+    record of another writer (a rollback, maintenance) or another version makes the next
+    run read them from the lake."""
+    lake = runs[0]
+    read = lambda name: spark.read.format("delta").load(table_path(lake, name))  # noqa: E731
+    lake_keys = scope.history_keys(scope.message_records(read("silver_messages")), read("silver_workflow_events"),
+                                   read("key_groups"))
+    now = versions(lake)
+    kept = history_keys.kept(lake, now)
+    for name in ("messages", "events", "key_groups"):
+        assert sorted(getattr(kept, name).collect()) == sorted(getattr(lake_keys, name).collect()), name
+    assert history_keys.kept(str(Path(lake).parent / "other"), now) is None
+    assert history_keys.kept(lake, {**now, "silver_messages": now["silver_messages"] + 1}) is None
+    quiet = pipeline.run(spark, str(Path(lake).parent / "landing"), lake, as_of=int(AS_OF.timestamp() * 1000) + 3600_000)
+    assert quiet.nothing_new and quiet.run_id and history_keys.kept(lake, versions(lake)) is kept
+    journal.mark_published(lake)  # as a rollback or maintenance records it
+    assert history_keys.kept(lake, versions(lake)) is None

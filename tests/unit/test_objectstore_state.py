@@ -62,9 +62,9 @@ def test_the_journal_in_object_storage(s3):
     assert journal.unfinished_run(lake) is None and not journal.has_journal(lake)
     journal.begin(lake, "run-1")
     assert journal.unfinished_run(lake) == "run-1"
-    journal.commit(lake)
+    journal.commit(lake, "run-1")
     assert journal.unfinished_run(lake) is None
-    assert set(json.loads(files.state(lake).read("published.json"))["versions"].values()) == {-1}
+    assert set(journal.published(lake)["versions"].values()) == {-1} and journal.published(lake)["run_id"] == "run-1"
     files.state(lake).write("inflight.json", '{"run_id": "r1", "vers')
     assert journal.unfinished_run(lake) == journal.UNREADABLE_JOURNAL
 

@@ -54,26 +54,34 @@ def begin(lake: str, run_id: str) -> None:
     state(lake).write(JOURNAL, json.dumps({"run_id": run_id, "versions": versions}))
 
 
-def commit(lake: str) -> None:
+def commit(lake: str, run_id: str) -> None:
     state(lake).delete(JOURNAL)
-    mark_published(lake)
+    mark_published(lake, run_id)
 
 
-def mark_published(lake: str) -> None:
-    """Record every table's version as published: what readers outside the lake lock (the
-    delivery pass) read, so that they never see a run's writes before it finished, nor
-    writes a failed run rolled back. Called once no run is in flight (a commit, a rollback)."""
+def mark_published(lake: str, run_id: str | None = None) -> None:
+    """Record every table's version as published, and by which run (None: no run's, as after a
+    rollback or maintenance): what readers outside the lake lock (the delivery pass) read,
+    so that they never see a run's writes before it finished, nor writes a failed run
+    rolled back. Called once no run is in flight (a commit, a rollback)."""
     versions = {name: version(table_path(lake, name)) for name in TABLES}
-    state(lake).write(PUBLISHED, json.dumps({"versions": versions}))
+    state(lake).write(PUBLISHED, json.dumps({"versions": versions, "run_id": run_id}))
+
+
+def published(lake: str) -> dict | None:
+    """The record `mark_published` left ({"versions": {table: version}, "run_id": ...}),
+    None if there is none or it cannot be read."""
+    try:
+        record = json.loads(state(lake).read(PUBLISHED))
+    except (OSError, ValueError, TypeError):
+        return None
+    return record if isinstance(record, dict) and isinstance(record.get("versions"), dict) else None
 
 
 def published_version(lake: str, name: str) -> int | None:
     """The table's version as the last finished run left it (None: no run finished yet, or
     the record cannot be read). A time-travel read of it is consistent with gold."""
-    try:
-        value = json.loads(state(lake).read(PUBLISHED))["versions"][name]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    value = (published(lake) or {"versions": {}})["versions"].get(name)
     return value if isinstance(value, int) and value >= 0 else None
 
 
@@ -115,4 +123,4 @@ def journalled(spark: SparkSession, lake: str, run_id: str):
         raise
     finally:
         spark.conf.unset(USER_METADATA)
-    commit(lake)
+    commit(lake, run_id)

@@ -2,7 +2,8 @@
 
 A run holds the lake's lock from start to end, is journalled (an unfinished run is
 rolled back by the next one), recomputes only the key groups its new records touch,
-and with nothing new writes nothing.
+and with nothing new writes nothing. The process keeps silver's key columns for the
+lake's next run (`history_keys.py`).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from correlake.lake.lock import run_lock
+from correlake.run import history_keys
 from correlake.run.result import RunResult
 from correlake.run.staged import StagedRun
 from correlake.run.stages import STAGES
@@ -35,7 +37,9 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
                 staged.check(stage)
             if dry_run:
                 return staged.result
-            return staged.publish()
+            result = staged.publish()
+            history_keys.keep(lake_dir, result.run_id, staged.history_after())
+            return result
         finally:
             staged.discard()
             spark.catalog.clearCache()

@@ -16,17 +16,18 @@ from functools import cached_property
 from pyspark.sql import DataFrame, SparkSession
 
 from correlake.config import TABLES, default_max_quarantine_ratio, table_path
-from correlake.lake import as_of as lake_as_of, meta, tables
+from correlake.lake import as_of as lake_as_of, journal, meta, tables
 from correlake.lake.journal import journalled, rollback
 from correlake.lake.landing import new_files
 from correlake.lake.maintenance import only_maintained
 from correlake.quality import gates
-from correlake.run import writes
+from correlake.run import history_keys, writes
 from correlake.run.outbox import fallen_due
 from correlake.run.result import RunResult, new_run_id
 from correlake.run.stages import Stage
 from correlake.run.store import Plan, staged_run
 from correlake.session import row_projections
+from correlake.transforms.scope import HistoryKeys
 
 
 class LakeMoved(RuntimeError):
@@ -38,6 +39,8 @@ class StagedRun:
 
     def __init__(self, spark: SparkSession, lake_dir: str, plan: Plan, store):
         self.spark, self.lake_dir, self.plan, self.store = spark, lake_dir, plan, store
+        # silver's key columns as its publish leaves them, when asked (set by the silver stage)
+        self.history_after: Callable[[], HistoryKeys] | None = None
 
     @property
     def run_id(self) -> str:
@@ -151,7 +154,7 @@ def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult
         return result
     result.as_of_before = before
     if not dry_run:
-        result.run_id = new_run_id()
+        result.run_id, published = new_run_id(), journal.published(lake_dir)
         with journalled(spark, lake_dir, result.run_id):
             events = fallen_due(spark, lake_dir, result.run_id, target, before)
             result.statuses_changed = lake_as_of.refresh(spark, lake_dir, before, target)
@@ -160,4 +163,5 @@ def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult
             if result.outbox_events:
                 tables.append(events, lake_dir, "outbox", result.run_id)
             meta.record_run(spark, lake_dir, result.runs_row())
+        history_keys.carry(lake_dir, published, result.run_id)
     return result

@@ -8,6 +8,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
@@ -18,6 +19,7 @@ from correlake.contract.schemas import INGESTED_FILE, SCOPE, struct
 from correlake.lake import as_of
 from correlake.quality import gates
 from correlake.quality.gates import GateFailed
+from correlake.run import history_keys
 from correlake.run.outbox import new_events
 from correlake.transforms import bronze, gold, scope as key_scope, silver
 
@@ -72,16 +74,26 @@ def _silver(run: StagedRun) -> None:
     deployments = run.store.put("silver_deployments", silver.deployments(
         silver.deployed(new_events), old("silver_deployments")))
     old_messages = old("silver_messages")
-    work = key_scope.recompute(new["messages"], new_events,
-                               None if old_messages is None else key_scope.message_records(old_messages),
-                               old("silver_workflow_events"), old("key_groups"), deployments,
+    old_messages = None if old_messages is None else key_scope.message_records(old_messages)
+    old_events = old("silver_workflow_events")
+    work = key_scope.recompute(new["messages"], new_events, old_messages, old_events,
+                               _history_keys(run, old_messages, old_events, old("key_groups")), deployments,
                                redeployed=run.result.deployments > 0)
     run.store.put("key_groups", work.key_group_changes)
     run.store.put("touched_keys", work.scope)
-    run.store.put("silver_messages", work.messages)
+    run.history_after = partial(work.history_after, run.store.put("silver_messages", work.messages))
     run.store.put("routed", work.routed)
     run.store.put("silver_workflow_events", new_events, narrow=not rebuild)
     run.result.touched_groups = work.scope.select("tenant_id", "label").distinct().count()
+
+
+def _history_keys(run: StagedRun, old_messages, old_events, old_key_groups) -> key_scope.HistoryKeys | None:
+    """Silver's key columns in the run's snapshot: as this process kept them, or from the lake."""
+    if old_messages is None and old_events is None:  # a first run, a rebuild
+        return None
+    if (kept := history_keys.kept(run.lake_dir, run.plan.versions)) is not None:
+        return kept
+    return key_scope.history_keys(old_messages, old_events, old_key_groups)
 
 
 def _silver_gate(run: StagedRun) -> dict[str, DataFrame]:

@@ -2,10 +2,13 @@
 
 The key groups (`key_groups.py`) are kept in `silver/key_groups` and grown from the links
 the new records bring. History comes from silver (`silver/messages`,
-`silver/workflow_events`): its key columns are read once and kept in memory for the
-lookups (whose joins with the run's small sets are then cheap to plan and run), and
-the full rows of the touched key groups are fetched once at the end, so the costly work
-— rule 7, the engine, the restating MERGEs — is done for the touched key groups only.
+`silver/workflow_events`): its key columns (`HistoryKeys`) are checkpointed once with the
+new records' for the lookups (whose joins with the run's small sets are then cheap to
+plan and run), and the full rows of the touched key groups are fetched once at the end,
+so the costly work — rule 7, the engine, the restating MERGEs — is done for the touched
+key groups only. A run also gives the key columns as its publish leaves silver
+(`Recompute.history_after`), which a process that runs the lake again may keep
+(`run/history_keys.py`) rather than read them again.
 With no key group table yet (a first run, a rebuild, a lake from before it existed),
 every link of the records given is used.
 """
@@ -24,6 +27,7 @@ from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, SCOPE
 from correlake.transforms.silver import accepted_messages
 
 EVENT_KEYS = ["position", "tenant_id", "type", "process_instance_key", "element_instance_key", "correlation_key"]
+MESSAGE_KEYS = ["position", *SCOPE, "name"]
 
 
 def _opened():
@@ -34,14 +38,40 @@ def _deployed():
     return F.col("type") == "PROCESS_DEPLOYED"
 
 
+@dataclass(frozen=True)
+class HistoryKeys:
+    """The key columns of silver: of its messages (MESSAGE_KEYS), of its workflow events
+    (EVENT_KEYS), and its key group table (None: the lake has none yet)."""
+    messages: DataFrame
+    events: DataFrame
+    key_groups: DataFrame | None
+
+
+def history_keys(old_messages: DataFrame, old_events: DataFrame, old_key_groups: DataFrame | None) -> HistoryKeys:
+    """The key columns of silver's message records and workflow events (read when used)."""
+    return HistoryKeys(old_messages.select(*MESSAGE_KEYS), old_events.select(*EVENT_KEYS), old_key_groups)
+
+
 @dataclass
 class Recompute:
     """A run's work: the key group rows it adds or changes, the touched key groups' keys
-    (tenant_id, correlation_key, label), their silver messages and their routed workflow events."""
+    (tenant_id, correlation_key, label), their silver messages and their routed workflow
+    events; and the key columns of silver with the new records (`history_after`)."""
     key_group_changes: DataFrame
     scope: DataFrame
     messages: DataFrame
     routed: DataFrame
+    message_keys: DataFrame  # the history's and the new records', before the run's silver messages replace the touched
+    event_keys: DataFrame
+    key_groups: DataFrame  # the key group table after the changes
+
+    def history_after(self, silver_messages: DataFrame) -> HistoryKeys:
+        """The key columns of silver once the run's `silver_messages` (its touched key groups')
+        replace those of the touched key groups: what the run's publish leaves."""
+        untouched = self.message_keys.join(broadcast_if_small(self.scope)(self.scope.select(*SCOPE)), SCOPE,
+                                           "left_anti").select(*MESSAGE_KEYS)
+        return HistoryKeys(untouched.unionByName(message_records(silver_messages).select(*MESSAGE_KEYS)),
+                           self.event_keys, self.key_groups)
 
 
 def message_records(silver_messages: DataFrame) -> DataFrame:
@@ -58,20 +88,21 @@ def _union(new: DataFrame, old: DataFrame | None) -> DataFrame:
 
 
 def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: DataFrame | None,
-              old_events: DataFrame | None, old_key_groups: DataFrame | None, deployments: DataFrame,
+              old_events: DataFrame | None, old_keys: HistoryKeys | None, deployments: DataFrame,
               redeployed: bool) -> Recompute:
     """Plan the recomputation of every key group that the new records can change.
 
     `new_messages`: distinct new message records; `new_events`: new silver workflow
-    events; `old_*`: what silver held before (None: nothing); `deployments`: every
+    events; `old_messages`, `old_events`: what silver held before, `old_keys` their key
+    columns and the key group table (None: no history); `deployments`: every
     deployment, new ones included; `redeployed`: whether there are new ones.
     """
     all_messages = _union(new_messages.select(*MESSAGE_FIELDS), old_messages)
     all_events = _union(new_events, old_events)
-    messages = all_messages.select("position", *SCOPE, "name").localCheckpoint()
-    events = all_events.select(*EVENT_KEYS).localCheckpoint()
+    messages = _union(new_messages.select(*MESSAGE_KEYS), old_keys and old_keys.messages).localCheckpoint()
+    events = _union(new_events.select(*EVENT_KEYS), old_keys and old_keys.events).localCheckpoint()
     opens = events.where(_opened())
-    if old_messages is None and old_events is None:  # no history: every key is new, every key group touched
+    if old_keys is None:  # no history: every key is new, every key group touched
         changes, key_groups = _grown(None, _every_link(opens, messages))
         keys = messages.select(*SCOPE).unionByName(opens.select(*SCOPE))
         scope = _scope(key_groups, with_label(keys, key_groups).select("tenant_id", "label").distinct()
@@ -81,9 +112,9 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
         scoped = all_messages
     else:
         new_hint = broadcast_if_small(new_messages, new_events)
-        links = (_every_link(opens, messages) if old_key_groups is None
+        links = (_every_link(opens, messages) if old_keys.key_groups is None
                  else _new_links(opens, messages, new_messages, new_events, new_hint))
-        changes, key_groups = _grown(old_key_groups, links)
+        changes, key_groups = _grown(old_keys.key_groups, links)
         scope = _scope(key_groups, _touched(new_messages, new_events, messages, opens, key_groups,
                                         deployments if redeployed else None, new_hint).localCheckpoint())
         scope_hint = broadcast_if_small(scope)
@@ -96,7 +127,8 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
         key_group_changes=changes,
         scope=scope,
         messages=accepted_messages(scoped),
-        routed=all_events.join(broadcast_if_small(routed)(routed), "position"))
+        routed=all_events.join(broadcast_if_small(routed)(routed), "position"),
+        message_keys=messages, event_keys=events, key_groups=key_groups)
 
 
 def _every_link(opens: DataFrame, messages: DataFrame) -> DataFrame:
