@@ -246,7 +246,8 @@ def main() -> None:
                                                  f"{report['driver_warm_up']} s, peak RSS "
                                                  f"{report['driver_peak_rss_mb']} MB)" if "driver_ready_s" in report
                                                  else "")
-             + f"; their records {args.increment_time} the first run's hour", "",
+             + ("; each increment's records in the hour after the one before" if args.hourly
+                else f"; their records {args.increment_time} the first run's hour"), "",
              "| run | total s | stages |", "|---|---|---|"]
     for r in runs:
         stages = ", ".join(f"{k} {v}" for k, v in r.items() if k not in ("run", "total_s"))

@@ -41,15 +41,17 @@ def _deployed():
 @dataclass(frozen=True)
 class HistoryKeys:
     """The key columns of silver: of its messages (MESSAGE_KEYS), of its workflow events
-    (EVENT_KEYS), and its key group table (None: the lake has none yet)."""
+    (EVENT_KEYS), and its key group table, checkpointed (None: the lake has none yet)."""
     messages: DataFrame
     events: DataFrame
     key_groups: DataFrame | None
 
 
 def history_keys(old_messages: DataFrame, old_events: DataFrame, old_key_groups: DataFrame | None) -> HistoryKeys:
-    """The key columns of silver's message records and workflow events (read when used)."""
-    return HistoryKeys(old_messages.select(*MESSAGE_KEYS), old_events.select(*EVENT_KEYS), old_key_groups)
+    """The key columns of silver's message records and workflow events (read when used,
+    with the new records'), and the key group table (read now)."""
+    return HistoryKeys(old_messages.select(*MESSAGE_KEYS), old_events.select(*EVENT_KEYS),
+                       None if old_key_groups is None else old_key_groups.localCheckpoint())
 
 
 @dataclass
@@ -149,8 +151,7 @@ def _new_links(opens, messages, new_messages, new_events, new_hint) -> DataFrame
 
 def _grown(old_key_groups: DataFrame | None, links: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(the key group rows the links add or change, every key group after them)."""
-    key_groups = (links.sparkSession.createDataFrame([], KEY_GROUPS) if old_key_groups is None
-                  else old_key_groups.localCheckpoint())
+    key_groups = links.sparkSession.createDataFrame([], KEY_GROUPS) if old_key_groups is None else old_key_groups
     changes = grow_key_groups(key_groups, links).localCheckpoint()
     return changes, updated_key_groups(key_groups, changes).localCheckpoint()
 
