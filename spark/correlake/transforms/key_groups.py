@@ -60,10 +60,10 @@ def _components(edges: DataFrame) -> DataFrame:
     takes about log2(n) rounds (100,000 links: 19) rather than n."""
     edges = edges.unionByName(edges.select("tenant_id", F.col("b").alias("a"), F.col("a").alias("b"))) \
         .distinct().localCheckpoint()
+    if edges.isEmpty():  # no link: most small runs
+        return edges.select("tenant_id", F.col("a").alias("node"), F.col("a").alias("root"))
     parent = edges.select("tenant_id", F.col("a").alias("node"), F.col("a").alias("parent")).distinct() \
         .localCheckpoint()
-    if parent.isEmpty():  # no link: most small runs
-        return parent.withColumnRenamed("parent", "root")
     for rounds in range(MAX_ROUNDS):
         if rounds < NEIGHBOUR_ROUNDS:
             new = _from_neighbours(edges, parent).localCheckpoint()

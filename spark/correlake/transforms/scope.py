@@ -153,6 +153,8 @@ def _grown(old_key_groups: DataFrame | None, links: DataFrame) -> tuple[DataFram
     """(the key group rows the links add or change, every key group after them)."""
     key_groups = links.sparkSession.createDataFrame([], KEY_GROUPS) if old_key_groups is None else old_key_groups
     changes = grow_key_groups(key_groups, links).localCheckpoint()
+    if changes.isEmpty():  # most hourly runs link no new keys: the table stays as it is
+        return changes, key_groups
     return changes, updated_key_groups(key_groups, changes).localCheckpoint()
 
 
