@@ -38,7 +38,7 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
             if dry_run:
                 return staged.result
             result = staged.publish()
-            history_keys.keep(lake_dir, result.run_id, staged.history_after())
+            history_keys.keep(lake_dir, result.run_id, staged.history_after)
             return result
         finally:
             staged.discard()

@@ -39,8 +39,7 @@ class StagedRun:
 
     def __init__(self, spark: SparkSession, lake_dir: str, plan: Plan, store):
         self.spark, self.lake_dir, self.plan, self.store = spark, lake_dir, plan, store
-        # silver's key columns as its publish leaves them, when asked (set by the silver stage)
-        self.history_after: Callable[[], HistoryKeys] | None = None
+        self.history_after: HistoryKeys | None = None  # silver's key columns as its publish leaves them (silver stage)
 
     @property
     def run_id(self) -> str:

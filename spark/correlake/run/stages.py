@@ -8,7 +8,6 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import partial
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
@@ -81,7 +80,7 @@ def _silver(run: StagedRun) -> None:
                                redeployed=run.result.deployments > 0)
     run.store.put("key_groups", work.key_group_changes)
     run.store.put("touched_keys", work.scope)
-    run.history_after = partial(work.history_after, run.store.put("silver_messages", work.messages))
+    run.history_after = work.history_after(run.store.put("silver_messages", work.messages))
     run.store.put("routed", work.routed)
     run.store.put("silver_workflow_events", new_events, narrow=not rebuild)
     run.result.touched_groups = work.scope.select("tenant_id", "label").distinct().count()

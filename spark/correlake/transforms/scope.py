@@ -63,16 +63,14 @@ class Recompute:
     scope: DataFrame
     messages: DataFrame
     routed: DataFrame
-    message_keys: DataFrame  # the history's and the new records', before the run's silver messages replace the touched
-    event_keys: DataFrame
+    untouched_keys: DataFrame | None  # the key columns of the messages of key groups not touched (None: none)
+    event_keys: DataFrame  # the history's and the new records'
     key_groups: DataFrame  # the key group table after the changes
 
     def history_after(self, silver_messages: DataFrame) -> HistoryKeys:
         """The key columns of silver once the run's `silver_messages` (its touched key groups')
-        replace those of the touched key groups: what the run's publish leaves."""
-        untouched = self.message_keys.join(broadcast_if_small(self.scope)(self.scope.select(*SCOPE)), SCOPE,
-                                           "left_anti").select(*MESSAGE_KEYS)
-        return HistoryKeys(untouched.unionByName(message_records(silver_messages).select(*MESSAGE_KEYS)),
+        replace those of the touched key groups: what the run's publish leaves (no Spark job)."""
+        return HistoryKeys(_union(message_records(silver_messages).select(*MESSAGE_KEYS), self.untouched_keys),
                            self.event_keys, self.key_groups)
 
 
@@ -111,7 +109,7 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
                        .localCheckpoint())
         key_groups_hint = broadcast_if_small(key_groups)
         in_scope = lambda df: with_label(df, key_groups_hint(key_groups))  # noqa: E731  (the table alone gives labels)
-        scoped = all_messages
+        scoped, untouched = all_messages, None
     else:
         new_hint = broadcast_if_small(new_messages, new_events)
         links = (_every_link(opens, messages) if old_keys.key_groups is None
@@ -121,7 +119,9 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
                                         deployments if redeployed else None, new_hint).localCheckpoint())
         scope_hint = broadcast_if_small(scope)
         in_scope = lambda df: df.join(scope_hint(scope), SCOPE)  # noqa: E731  (adds label)
-        scoped = all_messages.join(scope_hint(scope.select(*SCOPE)), SCOPE, "left_semi")
+        touched_keys = scope_hint(scope.select(*SCOPE))
+        scoped = all_messages.join(touched_keys, SCOPE, "left_semi")
+        untouched = messages.join(touched_keys, SCOPE, "left_anti").select(*MESSAGE_KEYS)
     # Routing through the touched key groups' opens and messages only gives exactly their events.
     routed = (route_workflow_events(events.where(~_deployed()), in_scope(opens), in_scope(_keys(messages)))
               .select("position", "label").localCheckpoint())
@@ -130,7 +130,7 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
         scope=scope,
         messages=accepted_messages(scoped),
         routed=all_events.join(broadcast_if_small(routed)(routed), "position"),
-        message_keys=messages, event_keys=events, key_groups=key_groups)
+        untouched_keys=untouched, event_keys=events, key_groups=key_groups)
 
 
 def _every_link(opens: DataFrame, messages: DataFrame) -> DataFrame:
