@@ -205,8 +205,8 @@ def test_the_process_keeps_silvers_key_columns_as_its_last_run_published_them(sp
     run read them from the lake."""
     lake = runs[0]
     read = lambda name: spark.read.format("delta").load(table_path(lake, name))  # noqa: E731
-    lake_keys = scope.history_keys(scope.message_records(read("silver_messages")), read("silver_workflow_events"),
-                                   read("key_groups"))
+    lake_keys = scope.HistoryKeys.read(scope.message_records(read("silver_messages")),
+                                     read("silver_workflow_events"), read("key_groups"))
     now = versions(lake)
     kept = history_keys.kept(lake, now)
     for name in ("messages", "events", "key_groups"):

@@ -50,7 +50,7 @@ def keep(lake: str, run_id: str, keys: HistoryKeys) -> None:
     if record is None or record.get("run_id") != run_id:
         _kept = None
         return
-    _kept = _Kept(lake, run_id, {name: record["versions"][name] for name in TABLES}, keys)
+    _kept = _Kept(lake, run_id, _silver_versions(record), keys)
 
 
 def carry(lake: str, before: dict | None, run_id: str) -> None:
@@ -59,9 +59,13 @@ def carry(lake: str, before: dict | None, run_id: str) -> None:
     global _kept
     record = journal.published(lake)
     if (_kept is not None and _kept.lake == lake and before is not None and before.get("run_id") == _kept.run_id
-            and record is not None and record.get("run_id") == run_id
-            and all(record["versions"][name] == v for name, v in _kept.versions.items())):
+            and record is not None and record.get("run_id") == run_id and _silver_versions(record) == _kept.versions):
         _kept = _Kept(lake, run_id, _kept.versions, _kept.keys)
+
+
+def _silver_versions(record: dict) -> dict[str, int]:
+    """The versions of TABLES in a published record."""
+    return {name: record["versions"].get(name) for name in TABLES}
 
 
 @contextmanager

@@ -92,7 +92,7 @@ def _history_keys(run: StagedRun, old_messages, old_events, old_key_groups) -> k
         return None
     if (kept := history_keys.kept(run.lake_dir, run.plan.versions)) is not None:
         return kept
-    return key_scope.history_keys(old_messages, old_events, old_key_groups)
+    return key_scope.HistoryKeys.read(old_messages, old_events, old_key_groups)
 
 
 def _silver_gate(run: StagedRun) -> dict[str, DataFrame]:

@@ -46,12 +46,12 @@ class HistoryKeys:
     events: DataFrame
     key_groups: DataFrame | None
 
-
-def history_keys(old_messages: DataFrame, old_events: DataFrame, old_key_groups: DataFrame | None) -> HistoryKeys:
-    """The key columns of silver's message records and workflow events (read when used,
-    with the new records'), and the key group table (read now)."""
-    return HistoryKeys(old_messages.select(*MESSAGE_KEYS), old_events.select(*EVENT_KEYS),
-                       None if old_key_groups is None else old_key_groups.localCheckpoint())
+    @classmethod
+    def read(cls, old_messages: DataFrame, old_events: DataFrame, old_key_groups: DataFrame | None) -> HistoryKeys:
+        """The key columns of silver's message records and workflow events (read when used,
+        with the new records'), and the key group table (read now)."""
+        return cls(old_messages.select(*MESSAGE_KEYS), old_events.select(*EVENT_KEYS),
+                   None if old_key_groups is None else old_key_groups.localCheckpoint())
 
 
 @dataclass
