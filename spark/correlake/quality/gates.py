@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
+import threading
 from datetime import datetime, timedelta, timezone
 from functools import cache, reduce
 from pathlib import Path
@@ -182,6 +184,28 @@ def _gx():
     import great_expectations
 
     return great_expectations
+
+
+def import_ahead() -> threading.Thread | None:
+    """Import Great Expectations on a thread of its own (None: imported already). It takes
+    a fresh process ~5 s (SciPy, Altair, SQLAlchemy); started as a run begins, it is done
+    while the stage before the first gate keeps Spark busy. pandas and pyarrow, which the
+    run's thread imports too, are imported first, on the caller's thread: the two threads
+    then import no module in common (no concurrent import cycle)."""
+    if "great_expectations" in sys.modules:
+        return None
+    import pandas  # noqa: F401
+    import pyarrow  # noqa: F401
+
+    def load():
+        try:
+            _gx()
+        except Exception:  # noqa: BLE001  (the first gate imports it again and says why)
+            pass
+
+    thread = threading.Thread(target=load, name="import-great-expectations", daemon=True)
+    thread.start()
+    return thread
 
 
 def load_suite(name: str):

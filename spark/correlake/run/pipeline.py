@@ -11,6 +11,7 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from correlake.lake.lock import run_lock
+from correlake.quality import gates
 from correlake.run import history_keys
 from correlake.run.result import RunResult
 from correlake.run.staged import StagedRun
@@ -31,6 +32,7 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
                                    max_quarantine_ratio=max_quarantine_ratio, rebuild=rebuild, dry_run=dry_run)
         if isinstance(staged, RunResult):
             return staged
+        gates.import_ahead()  # a fresh process's first gate need not wait for it
         try:
             for stage in STAGES:
                 staged.compute(stage)
