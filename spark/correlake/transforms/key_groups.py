@@ -17,6 +17,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from correlake.config import COMPONENTS_ON_DRIVER
 from correlake.semantics.start_events import started_message_key_sql
 from correlake.contract.schemas import SCOPE
 
@@ -48,11 +49,13 @@ def started_links(opens: DataFrame, messages: DataFrame) -> DataFrame:
             .select("tenant_id", F.col("correlation_key").alias("a"), "b"))
 
 
-def _components(edges: DataFrame) -> DataFrame:
+def _components(edges: DataFrame, on_driver_max: int = COMPONENTS_ON_DRIVER) -> DataFrame:
     """(tenant_id, node, root) for every node of undirected `edges` (tenant_id, a, b):
     root is the smallest node of its connected component.
 
-    Every node has a parent, a node of its component no larger than itself; when a round
+    Up to `on_driver_max` edges (an hourly run's few new links), the driver solves them
+    by union-find (`_smallest_roots`): one collect instead of a Spark round's jobs.
+    Otherwise every node has a parent, a node of its component no larger than itself; when a round
     changes no parent, every node's parent is its component's smallest node. The first
     rounds pass the smallest parent among a node's neighbours (enough for the small
     key groups of most runs: two rounds); later ones are FastSV's (Zhang, Azad and Hu,
@@ -60,8 +63,8 @@ def _components(edges: DataFrame) -> DataFrame:
     takes about log2(n) rounds (100,000 links: 19) rather than n."""
     edges = edges.unionByName(edges.select("tenant_id", F.col("b").alias("a"), F.col("a").alias("b"))) \
         .distinct().localCheckpoint()
-    if edges.isEmpty():  # no link: most small runs
-        return edges.select("tenant_id", F.col("a").alias("node"), F.col("a").alias("root"))
+    if len(few := edges.limit(on_driver_max + 1).collect()) <= on_driver_max:
+        return edges.sparkSession.createDataFrame(_smallest_roots(few), "tenant_id string, node string, root string")
     parent = edges.select("tenant_id", F.col("a").alias("node"), F.col("a").alias("parent")).distinct() \
         .localCheckpoint()
     for rounds in range(MAX_ROUNDS):
@@ -75,6 +78,24 @@ def _components(edges: DataFrame) -> DataFrame:
         if not changed:
             return parent.withColumnRenamed("parent", "root")
     raise RuntimeError("key groups did not converge")
+
+
+def _smallest_roots(edges: list) -> list[tuple[str, str, str]]:
+    """(tenant_id, node, root) for every node of `edges` (rows of tenant_id, a, b) by
+    union-find, root the smallest node of its component. Python orders strings by code
+    point, which is Spark's order of their UTF-8 bytes."""
+    parent: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def find(x: tuple[str, str]) -> tuple[str, str]:
+        while (up := parent.setdefault(x, x)) != x:
+            parent[x] = parent.setdefault(up, up)
+            x = parent[x]
+        return x
+
+    for tenant, a, b in edges:
+        ra, rb = find((tenant, a)), find((tenant, b))
+        parent[max(ra, rb)] = min(ra, rb)
+    return [(tenant, node, find((tenant, node))[1]) for tenant, node in list(parent)]
 
 
 def _from_neighbours(edges: DataFrame, parent: DataFrame) -> DataFrame:
@@ -110,13 +131,18 @@ def _without_estimate(df: DataFrame) -> DataFrame:
     return DataFrame(spark._jsparkSession.createDataFrame(checkpoint.rdd(), checkpoint.schema()), spark)
 
 
+def linking(links: DataFrame) -> DataFrame:
+    """The `links` (tenant_id, a, b) between two different keys (a key linked to itself links nothing)."""
+    return links.where(F.col("a") != F.col("b"))
+
+
 def grow_key_groups(key_groups: DataFrame, links: DataFrame) -> DataFrame:
     """The rows of the key group table that `links` (tenant_id, a, b) add or change.
 
     Key groups only merge: every key group a link touches joins the key group of the
     smallest label among them, and its keys (its label included) get that label.
     """
-    links = links.where(F.col("a") != F.col("b"))
+    links = linking(links)
     keys = links.select("tenant_id", F.col("a").alias("correlation_key")).unionByName(
         links.select("tenant_id", F.col("b").alias("correlation_key"))).distinct()
     labels = with_label(keys, key_groups)

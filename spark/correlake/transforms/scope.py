@@ -21,8 +21,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from correlake.transforms.hints import broadcast_if_small
-from correlake.transforms.key_groups import (grow_key_groups, owner_links, route_workflow_events, started_links,
-                                             started_message_key, updated_key_groups, with_label)
+from correlake.transforms.key_groups import (grow_key_groups, linking, owner_links, route_workflow_events,
+                                             started_links, started_message_key, updated_key_groups, with_label)
 from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, SCOPE
 from correlake.transforms.silver import accepted_messages
 
@@ -151,9 +151,13 @@ def _new_links(opens, messages, new_messages, new_events, new_hint) -> DataFrame
 
 def _grown(old_key_groups: DataFrame | None, links: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(the key group rows the links add or change, every key group after them)."""
-    key_groups = links.sparkSession.createDataFrame([], KEY_GROUPS) if old_key_groups is None else old_key_groups
+    spark = links.sparkSession
+    key_groups = spark.createDataFrame([], KEY_GROUPS) if old_key_groups is None else old_key_groups
+    links = linking(links).localCheckpoint()
+    if links.isEmpty():  # most hourly runs link no two keys: the table stays as it is
+        return spark.createDataFrame([], KEY_GROUPS), key_groups
     changes = grow_key_groups(key_groups, links).localCheckpoint()
-    if changes.isEmpty():  # most hourly runs link no new keys: the table stays as it is
+    if changes.isEmpty():  # the keys they link are in one key group already
         return changes, key_groups
     return changes, updated_key_groups(key_groups, changes).localCheckpoint()
 
