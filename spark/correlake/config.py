@@ -41,7 +41,7 @@ DEFAULT_TTL_MS = 3_600_000
 DEFAULT_TENANT = "<default>"
 MAX_QUARANTINE_RATIO = 0.01
 BROADCAST_ROWS = 200_000  # a run's frames up to this size are broadcast to their joins with history (hints.py)
-COMPONENTS_ON_DRIVER = 10_000  # key groups grown from at most this many links are solved on the driver (key_groups.py)
+COMPONENTS_ON_DRIVER = 10_000  # key groups of at most this many edges (links both ways) are solved on the driver
 WRITE_THREADS = 4  # tables a run, or a maintenance, writes at once
 CANCEL_SECONDS = 30  # an interrupted run waits this long at most for Spark's jobs to be cancelled
 # A run whose new landing files hold at most this much JSON (some 20k records), on a lake
