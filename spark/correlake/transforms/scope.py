@@ -151,11 +151,11 @@ def _new_links(opens, messages, new_messages, new_events, new_hint) -> DataFrame
 
 def _grown(old_key_groups: DataFrame | None, links: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(the key group rows the links add or change, every key group after them)."""
-    spark = links.sparkSession
-    key_groups = spark.createDataFrame([], KEY_GROUPS) if old_key_groups is None else old_key_groups
+    none = links.sparkSession.createDataFrame([], KEY_GROUPS)
+    key_groups = none if old_key_groups is None else old_key_groups
     links = linking(links).localCheckpoint()
     if links.isEmpty():  # most hourly runs link no two keys: the table stays as it is
-        return spark.createDataFrame([], KEY_GROUPS), key_groups
+        return none, key_groups
     changes = grow_key_groups(key_groups, links).localCheckpoint()
     if changes.isEmpty():  # the keys they link are in one key group already
         return changes, key_groups
