@@ -35,8 +35,10 @@ export AIRFLOW__CORE__EXECUTOR=LocalExecutor  # every component on this host, as
 export AIRFLOW__CORE__HOSTNAME_CALLABLE=correlake.interfaces.airflow_log_server.hostname
 export AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT="${AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT:-8793}"
 export AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT="$AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT"
-# AIRFLOW_HOME made private (0700), the admin's password generated once and shown once, the demo landing
-login="$(python -m correlake.interfaces.airflow_local)"
+# AIRFLOW_HOME made private (0700), signing keys of 64 random bytes (read through
+# AIRFLOW__…_CMD settings), the admin's password generated once and shown once, the demo landing
+prepared="$(python -m correlake.interfaces.airflow_local)"
+eval "$prepared"
 airflow db migrate >"$AIRFLOW_HOME/db-migrate.log" 2>&1 || { cat "$AIRFLOW_HOME/db-migrate.log" >&2; exit 1; }
 
 cat <<EOF

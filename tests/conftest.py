@@ -92,12 +92,16 @@ def airflow_env(home: Path) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def airflow_home(tmp_path_factory):
     """A fresh, migrated AIRFLOW_HOME (SQLite) with the project's dags/, the DAG serialized,
-    user admin / AIRFLOW_PASSWORD; set in this process's environment before Airflow is imported."""
+    user admin / AIRFLOW_PASSWORD, the signing keys of `make airflow`; set in this process's
+    environment before Airflow is imported."""
+    from correlake.interfaces import airflow_local
+
     home = tmp_path_factory.mktemp("airflow_home")
     passwords = home / "passwords.json"
     passwords.write_text(json.dumps({"admin": AIRFLOW_PASSWORD}))
     os.environ.update({
         **airflow_env(home),
+        **airflow_local.signing_keys(home),  # as `make airflow` signs
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
         "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
     })

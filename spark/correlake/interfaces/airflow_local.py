@@ -1,20 +1,27 @@
 """What `make airflow` (scripts/airflow.sh) prepares before it starts a local Airflow: a
-private AIRFLOW_HOME, the admin's password (generated once, shown once) and the demo
-landing. Run as `python -m correlake.interfaces.airflow_local`; it prints the login line.
+private AIRFLOW_HOME, the keys that sign the API's tokens and the log servers' requests,
+the admin's password (generated once, shown once) and the demo landing. Run as
+`python -m correlake.interfaces.airflow_local`; it prints shell lines for the script to
+`eval`: the settings that read the keys, and the login line.
 
-AIRFLOW_HOME holds the metadata database, `airflow.cfg` with the keys that sign the API's
-tokens, the passwords file and the task logs: its owner alone may read it (0700), and the
-passwords file is created 0600 before its content is written."""
+AIRFLOW_HOME holds the metadata database, `airflow.cfg`, the signing keys, the passwords
+file and the task logs: its owner alone may read it (0700), and the keys and passwords
+files are created 0600 before their content is written."""
 
 from __future__ import annotations
 
 import json
 import os
 import secrets
+import shlex
 import tempfile
 from pathlib import Path
 
 USER = "admin"
+# Airflow's HMAC keys, by the setting that reads each: Airflow generates 16 random bytes
+# for them, below the 64 that RFC 7518 asks of a key for HS512, with which Airflow signs.
+SIGNING_KEYS = {"AIRFLOW__API__SECRET_KEY": "api_secret_key", "AIRFLOW__API_AUTH__JWT_SECRET": "jwt_secret"}
+KEY_BYTES = 64
 
 
 def private_home(home: Path) -> None:
@@ -33,6 +40,20 @@ def admin_password(passwords: Path) -> str | None:
     users[USER] = secrets.token_urlsafe(12)
     _write_private(passwords, json.dumps(users) + "\n")
     return users[USER]
+
+
+def signing_keys(home: Path) -> dict[str, str]:
+    """The settings that have Airflow read its signing keys from files of `home/keys`
+    (`<setting>_CMD`: the key stays out of every process's environment), each key made
+    once, of KEY_BYTES random bytes."""
+    folder = home / "keys"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    settings = {}
+    for setting, name in SIGNING_KEYS.items():
+        if not (path := folder / name).exists():
+            _write_private(path, secrets.token_hex(KEY_BYTES))
+        settings[f"{setting}_CMD"] = f"cat {shlex.quote(str(path))}"
+    return settings
 
 
 def _write_private(path: Path, text: str) -> None:
@@ -57,9 +78,12 @@ def main() -> None:
     from correlake.config import demo_dir
     from correlake.samples.demo import write_demo_landing
 
-    private_home(Path(os.environ["AIRFLOW_HOME"]))
+    home = Path(os.environ["AIRFLOW_HOME"])
+    private_home(home)
     write_demo_landing(demo_dir() / "landing")
-    print(login(Path(os.environ["AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE"])))
+    for setting, value in signing_keys(home).items():
+        print(f"export {setting}={shlex.quote(value)}")
+    print(f"login={shlex.quote(login(Path(os.environ['AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE'])))}")
 
 
 if __name__ == "__main__":
