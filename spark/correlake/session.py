@@ -220,17 +220,33 @@ def interrupts_held():
             signal.raise_signal(number)
 
 
+_collections_deferred = threading.Event()
+
+
 def release(spark) -> None:
     """Free what a finished run checkpointed and shuffled, for the next run in this process;
     log as before if an interrupt stopped it.
 
     Spark's cleaner removes the blocks and shuffle files of RDDs the JVM has garbage
     collected, which by itself may wait for its periodic GC (30 min). Python drops its
-    references first, so that the JVM's objects become unreachable.
+    references first, so that the JVM's objects become unreachable. Within
+    `collections_deferred`, the collections (about 1 s) are left to the caller.
     """
     log_level(spark.sparkContext, LOG_LEVEL)
-    gc.collect()
-    spark.sparkContext._jvm.System.gc()
+    if not _collections_deferred.is_set():
+        gc.collect()
+        spark.sparkContext._jvm.System.gc()
+
+
+@contextmanager
+def collections_deferred():
+    """`release` only logs as before within the block: a driver collects after it has
+    replied to its caller (`run/driver.py`)."""
+    _collections_deferred.set()
+    try:
+        yield
+    finally:
+        _collections_deferred.clear()
 
 
 @contextmanager

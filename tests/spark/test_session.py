@@ -1,8 +1,8 @@
 """The session's JVM settings (collector, time zone, class archive, codegen cache,
 stdout, the driver on loopback with no web UI), row projections evaluated in small
 runs, the in-memory store of a run's frames, writes run a few at a time that stop at
-the first failure or interrupt, and an interrupt that cancels the job the main thread
-waits for."""
+the first failure or interrupt, an interrupt that cancels the job the main thread
+waits for, and a run's memory collected at once or, on a driver, after its reply."""
 
 import os
 import re
@@ -21,13 +21,25 @@ from correlake import class_archive
 from correlake.config import INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY, ConfigError, SparkSettings, validate
 from correlake.lake.landing import LandingFile
 from correlake.run.result import RunResult
-from correlake.session import LOG_LEVEL, interrupt_quietly, log_level, row_projections, run_concurrently
+from correlake.session import (LOG_LEVEL, collections_deferred, interrupt_quietly, log_level, release,
+                               row_projections, run_concurrently)
 from correlake.run.store import MemoryStore, Plan
 
 
 def test_driver_runs_the_throughput_collector(spark):
     beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
     assert {bean.getName() for bean in beans} == {"PS Scavenge", "PS MarkSweep"}
+
+
+def test_release_collects_the_jvm_s_heap_unless_a_driver_defers_it_past_its_reply(spark):
+    beans = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getGarbageCollectorMXBeans()
+    full = next(bean for bean in beans if bean.getName() == "PS MarkSweep")
+    before = full.getCollectionCount()
+    with collections_deferred():
+        release(spark)
+    assert full.getCollectionCount() == before
+    release(spark)
+    assert full.getCollectionCount() > before
 
 
 def test_the_jvm_keeps_utc_whatever_the_machine_s_time_zone(spark):

@@ -48,7 +48,6 @@ WARM_UP_RECORDS = 20_000  # its warm-up: a first run of this many messages and a
 WATCH_SECONDS = 0.05  # how often a call's watcher looks whether its caller hung up; a call ends this much later
 T = TypeVar("T")
 READY = "correlake driver: serving"  # the line `serve` prints once it takes calls
-FREES_ITS_MEMORY = {"run"}  # pipeline.run releases its run's memory itself; after the others, the driver does
 
 
 class DriverError(RuntimeError):
@@ -322,12 +321,12 @@ def _alive(spark) -> bool:
 
 def _serve_one(conn, request: tuple, spark, functions: dict) -> bool:
     """Run one caller's call and send back its result or error; False if Spark did not survive it."""
-    from correlake.session import LOG_LEVEL, log_level, release
+    from correlake.session import collections_deferred, release
 
     name, args, kwargs = request
     start = time.perf_counter()
     try:
-        with _Call(conn):
+        with _Call(conn), collections_deferred():
             reply = (True, functions[name](spark, *args, **kwargs))
     except CallerGone:  # nobody to reply to
         print(f"correlake driver: the caller of {name} went away; its call was stopped", flush=True)
@@ -335,17 +334,15 @@ def _serve_one(conn, request: tuple, spark, functions: dict) -> bool:
     except Exception as exc:
         reply = (False, _portable(exc))
     alive = reply[0] or _alive(spark)
-    if alive and name not in FREES_ITS_MEMORY:
-        spark.catalog.clearCache()
-        release(spark)
-    elif alive:  # a call stopped before its run let go would leave Spark's logging off
-        log_level(spark.sparkContext, LOG_LEVEL)
     outcome = "done" if reply[0] else f"failed ({type(reply[1]).__name__}: {first_line(reply[1])[:300]})"
     print(f"correlake driver: {name} {outcome} in {time.perf_counter() - start:.1f} s", flush=True)
     try:
         conn.send(reply)
     except OSError:
         pass  # the caller left; the work is done (or rolled back) all the same
+    if alive:  # the call's memory freed once its caller has its reply (the next call waits for it)
+        spark.catalog.clearCache()
+        release(spark)
     return alive
 
 
