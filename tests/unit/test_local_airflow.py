@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 from correlake.interfaces import airflow_local
@@ -63,12 +65,9 @@ def test_a_password_file_of_an_older_launcher_is_kept_and_made_0600(tmp_path):
     assert set(json.loads(passwords.read_text())) == {"viewer", "admin"} and mode(passwords) == 0o600
 
 
-def test_the_signing_keys_are_64_random_bytes_made_once_in_0600_files_that_airflow_reads(tmp_path, monkeypatch):
+def test_the_signing_keys_are_64_random_bytes_made_once_in_0600_files_that_airflow_reads(tmp_path):
     """Airflow's own keys are 16 bytes (PyJWT warns below 64 for HS512); these replace them
     through `_CMD` settings, so no key is in a process's environment."""
-    monkeypatch.setenv("AIRFLOW_HOME", str(tmp_path / "airflow"))  # if Airflow is not imported yet
-    from airflow.configuration import conf
-
     old = os.umask(0)
     try:
         settings = airflow_local.signing_keys(tmp_path)
@@ -79,11 +78,14 @@ def test_the_signing_keys_are_64_random_bytes_made_once_in_0600_files_that_airfl
     keys = {name: f.read_text() for name, f in files.items()}
     assert all(len(bytes.fromhex(k)) == airflow_local.KEY_BYTES for k in keys.values())
     assert len(set(keys.values())) == 2
+    (tmp_path / "keys").chmod(0o755)
     assert airflow_local.signing_keys(tmp_path) == settings  # made once, kept
+    assert mode(tmp_path / "keys") == 0o700
     assert {name: f.read_text() for name, f in files.items()} == keys
     assert not any(k in value for value in settings.values() for k in keys.values())
 
-    for setting, command in settings.items():
-        monkeypatch.setenv(setting, command)
-    assert conf.get("api", "secret_key") == keys["api_secret_key"]
-    assert conf.get("api_auth", "jwt_secret") == keys["jwt_secret"]
+    read = ("from airflow.configuration import conf; "
+            "print(conf.get('api', 'secret_key')); print(conf.get('api_auth', 'jwt_secret'))")
+    env = {**os.environ, **settings, "AIRFLOW_HOME": str(tmp_path / "airflow")}  # Airflow in a process of its own
+    shown = subprocess.run([sys.executable, "-c", read], env=env, capture_output=True, text=True, check=True)
+    assert shown.stdout.split() == [keys["api_secret_key"], keys["jwt_secret"]]

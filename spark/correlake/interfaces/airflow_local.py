@@ -25,7 +25,8 @@ KEY_BYTES = 64
 
 
 def private_home(home: Path) -> None:
-    """AIRFLOW_HOME, created if need be, mode 0700 (an existing one is made so)."""
+    """A folder only its owner may open (AIRFLOW_HOME, its keys): created if need be, mode 0700
+    (an existing one is made so)."""
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     home.chmod(0o700)
 
@@ -45,9 +46,9 @@ def admin_password(passwords: Path) -> str | None:
 def signing_keys(home: Path) -> dict[str, str]:
     """The settings that have Airflow read its signing keys from files of `home/keys`
     (`<setting>_CMD`: the key stays out of every process's environment), each key made
-    once, of KEY_BYTES random bytes."""
+    once, of KEY_BYTES random bytes; the folder 0700 (an existing one made so)."""
     folder = home / "keys"
-    folder.mkdir(mode=0o700, exist_ok=True)
+    private_home(folder)
     settings = {}
     for setting, name in SIGNING_KEYS.items():
         if not (path := folder / name).exists():
