@@ -284,27 +284,26 @@ def _handshake(conn, authkey: bytes) -> tuple:
 
 
 def warm_up(spark, rounds: int, records: int = 50_000) -> list[float]:
-    """Compile and JIT the pipeline's code paths before the first real run: a first run of
-    `records` messages and as many events, then `rounds` late increments of 2 % on copies
-    of its lake, in a temporary folder. Returns each run's seconds."""
+    """Compile and JIT the pipeline's code paths before the real runs: a first run of
+    `records` messages and as many events, then `rounds` increments of 2 % on its lake,
+    each in the hour after the one before (as hourly runs go: as_of moves, statuses
+    cross, the key columns kept from the run before serve the next), in a temporary
+    folder. Returns each run's seconds."""
     from correlake.run import history_keys, pipeline
-    from correlake.samples.workload import generate
+    from correlake.samples.workload import BASE_MS, HOUR_MS, generate
 
     root = Path(tempfile.mkdtemp(prefix="correlake-warm-up-"))
     seconds = []
     with history_keys.set_aside():  # the lakes it served keep theirs
         try:
-            generate(root / "landing", records, records, "uniform")
-            generate(root / "increment", records // 50, records // 50, "uniform", seed=2, first_position=10 ** 9)
-            for i in range(rounds + 1):
-                lake = root / f"lake{i}"
-                if i:
-                    shutil.copytree(root / "lake0", lake)
+            generate(root / "landing0", records, records, "uniform")
+            for hour in range(1, rounds + 1):
+                generate(root / f"landing{hour}", records // 50, records // 50, "uniform", seed=1 + hour,
+                         first_position=10 ** 9 * hour, start_ms=BASE_MS + HOUR_MS * hour)
+            for hour in range(rounds + 1):
                 start = time.perf_counter()
-                pipeline.run(spark, str(root / ("increment" if i else "landing")), str(lake), max_quarantine_ratio=1.0)
+                pipeline.run(spark, str(root / f"landing{hour}"), str(root / "lake"), max_quarantine_ratio=1.0)
                 seconds.append(round(time.perf_counter() - start, 1))
-                if i:
-                    shutil.rmtree(lake)
         finally:
             shutil.rmtree(root, ignore_errors=True)
     return seconds
