@@ -230,7 +230,8 @@ def release(spark) -> None:
     Spark's cleaner removes the blocks and shuffle files of RDDs the JVM has garbage
     collected, which by itself may wait for its periodic GC (30 min). Python drops its
     references first, so that the JVM's objects become unreachable. Within
-    `collections_deferred`, the collections (about 1 s) are left to the caller.
+    `collections_deferred`, the collections (about 1 s) are left to the driver, which
+    makes them after its reply.
     """
     log_level(spark.sparkContext, LOG_LEVEL)
     if not _collections_deferred.is_set():

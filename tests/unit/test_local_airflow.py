@@ -1,6 +1,6 @@
 """`make airflow`'s set-up (`correlake.interfaces.airflow_local`): AIRFLOW_HOME private
-(0700), the admin's password file created 0600 before its content is written, and the
-password shown at the first start only."""
+(0700), the admin's password file created 0600 before its content is written, the
+password shown at the first start only, and the signing keys Airflow reads from 0600 files."""
 
 from __future__ import annotations
 
