@@ -48,6 +48,7 @@ WARM_UP_RECORDS = 20_000  # its warm-up: a first run of this many messages and a
 WATCH_SECONDS = 0.05  # how often a call's watcher looks whether its caller hung up; a call ends this much later
 T = TypeVar("T")
 READY = "correlake driver: serving"  # the line `serve` prints once it takes calls
+STOPPING_SECONDS = 5.0  # how long a caller waits for a driver that is stopping to be gone
 
 
 class DriverError(RuntimeError):
@@ -236,6 +237,20 @@ def serving(address: Path) -> bool:
         except OSError:
             return False
     return True
+
+
+def serves_calls(address: Path) -> bool:
+    """Whether a driver takes calls on `address`. One that is stopping still listens for a
+    moment, without its key (`serve` removes the key first; `_listen` writes it before it
+    listens): it is waited for, up to STOPPING_SECONDS, and then serves none."""
+    deadline = time.monotonic() + STOPPING_SECONDS
+    while serving(address):
+        if _key_path(address).exists():
+            return True
+        if time.monotonic() > deadline:
+            raise DriverError(f"the driver at {address} has been stopping for {STOPPING_SECONDS:g} s; try again")
+        time.sleep(WATCH_SECONDS)
+    return False
 
 
 def new_secret(path: Path) -> bytes:

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from correlake.config import expectations_dir, keep_driver_seconds, sql_dir, state_dir
-from correlake.run.driver import new_secret, serving, spawn
+from correlake.run.driver import new_secret, serves_calls, spawn
 
 SETUP_PREFIXES = ("CORRELAKE_", "SPARK_", "PYSPARK_", "JAVA_", "HADOOP_", "AWS_", "PYTHON")
 
@@ -77,12 +77,13 @@ def address() -> Path | None:
 
 
 def start(sock: Path) -> None:
-    """Start the kept driver at `sock` unless one serves it: one caller starts it, the
-    others wait for it under a file lock, then use it."""
+    """Start the kept driver at `sock` unless one serves it (once one that is stopping,
+    idle, as it was called, has stopped): one caller starts it, the others wait for it
+    under a file lock, then use it."""
     idle = keep_driver_seconds()
     with open(sock.parent / "lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if serving(sock):
+        if serves_calls(sock):
             return
         started = time.perf_counter()
         process = spawn(sock, sock.with_suffix(".log"), warm_up_rounds=0, idle_seconds=idle, detached=True)
