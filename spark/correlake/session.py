@@ -20,6 +20,7 @@ from correlake.lake import objectstore
 
 LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
 LOG_LEVEL = "ERROR"
+IDLE_HEAP_FREE_PERCENT = 10  # of the old generation, once a driver has given back its memory
 
 
 class SetupError(RuntimeError):
@@ -86,11 +87,13 @@ def get_spark(settings: SparkSettings | None = None, dump_classes_to: Path | Non
         "spark.sql.codegen.cache.maxEntries": "2000",
         # The throughput collector: a run's checkpointed frames keep much of the heap live,
         # on which G1 would mark concurrently all the time, on one of few cores.
+        # Its heap resized after a System.gc() too (`release`, `give_back_memory`), as after any full collection.
         # The JVM's own time zone UTC, as the session's: in any other, Delta checks each
         # commit's file list by replaying the table's log (`allFilesInCrc` verification).
         # The classes of the set-up's archive mapped, not loaded (`class_archive.py`).
         "spark.driver.extraJavaOptions": " ".join([
-            f"-Dlog4j2.configurationFile={LOG_CONFIG}", "-XX:+UseParallelGC", "-Duser.timezone=UTC",
+            f"-Dlog4j2.configurationFile={LOG_CONFIG}", "-XX:+UseParallelGC", "-XX:+UseAdaptiveSizePolicyWithSystemGC",
+            "-Duser.timezone=UTC",
             *class_archive.java_options(settings, dump_classes_to)]),
     }
     conf.update(settings.extra_conf)
@@ -237,6 +240,28 @@ def release(spark) -> None:
     if not _collections_deferred.is_set():
         gc.collect()
         spark.sparkContext._jvm.System.gc()
+
+
+def give_back_memory(spark) -> tuple[int, int]:
+    """Give the heap's free space back to the system, for a driver that waits: a full
+    collection with the old generation's free share capped at IDLE_HEAP_FREE_PERCENT
+    (HotSpot's manageable MaxHeapFreeRatio), then the ratios as they were, so that runs
+    size the heap as before. The heap's committed bytes (before, after)."""
+    jvm = spark.sparkContext._jvm
+    management = jvm.java.lang.management.ManagementFactory
+    heap = management.getMemoryMXBean()
+    flags = management.getPlatformMXBean(jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    ratios = {name: flags.getVMOption(name).getValue() for name in ("MinHeapFreeRatio", "MaxHeapFreeRatio")}
+    before = heap.getHeapMemoryUsage().getCommitted()
+    flags.setVMOption("MinHeapFreeRatio", "0")  # at most the maximum, always
+    flags.setVMOption("MaxHeapFreeRatio", str(IDLE_HEAP_FREE_PERCENT))
+    try:
+        gc.collect()
+        jvm.System.gc()
+    finally:
+        flags.setVMOption("MaxHeapFreeRatio", ratios["MaxHeapFreeRatio"])
+        flags.setVMOption("MinHeapFreeRatio", ratios["MinHeapFreeRatio"])
+    return before, heap.getHeapMemoryUsage().getCommitted()
 
 
 @contextmanager

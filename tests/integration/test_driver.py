@@ -274,7 +274,9 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
 
 
-def test_a_kept_driver_is_one_per_set_up_warms_up_once_idle_and_stops_once_its_code_changed(tmp_path, monkeypatch):
+def test_a_kept_driver_is_one_per_set_up_warms_up_once_idle_gives_back_memory_and_stops_once_its_code_changed(
+        tmp_path, monkeypatch, capsys):
+    from correlake import session
     from correlake.run import kept_driver
 
     monkeypatch.setenv("CORRELAKE_HOME", str(tmp_path))
@@ -297,8 +299,17 @@ def test_a_kept_driver_is_one_per_set_up_warms_up_once_idle_and_stops_once_its_c
     assert idle.warm_up_due()  # idle a while: it warms up, once
     idle.warm_up(spark=None)
     assert warmed == [(1, driver.WARM_UP_RECORDS)] and idle.stop_reason() is None
+    assert not idle.give_back_due()  # idle again from the warm-up's end
     time.sleep(0.1)
-    assert not idle.warm_up_due()
+    assert not idle.warm_up_due() and idle.give_back_due()  # then its free heap given back, once an idle time
+    gave = []
+    monkeypatch.setattr(session, "give_back_memory", lambda spark: gave.append(spark) or (3 * 2 ** 30, 2 * 2 ** 30))
+    idle.give_back(spark=None)
+    assert gave == [None] and not idle.give_back_due()
+    assert "idle, gave back 1.0 GB of heap (3.0 → 2.0 GB committed)" in capsys.readouterr().out
+    idle.served()  # a call
+    time.sleep(0.1)
+    assert idle.give_back_due() and not idle.warm_up_due()
     version[0] = "v2"
     assert idle.stop_reason() == "its code changed on disk"
     short = driver._Idle(0.01)

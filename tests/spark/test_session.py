@@ -2,7 +2,8 @@
 stdout, the driver on loopback with no web UI), row projections evaluated in small
 runs, the in-memory store of a run's frames, writes run a few at a time that stop at
 the first failure or interrupt, an interrupt that cancels the job the main thread
-waits for, and a run's memory collected at once or, on a driver, after its reply."""
+waits for, a run's memory collected at once or, on a driver, after its reply, and a
+waiting driver's free heap given back."""
 
 import os
 import re
@@ -21,8 +22,8 @@ from correlake import class_archive
 from correlake.config import INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY, ConfigError, SparkSettings, validate
 from correlake.lake.landing import LandingFile
 from correlake.run.result import RunResult
-from correlake.session import (LOG_LEVEL, collections_deferred, interrupt_quietly, log_level, release,
-                               row_projections, run_concurrently)
+from correlake.session import (IDLE_HEAP_FREE_PERCENT, LOG_LEVEL, collections_deferred, give_back_memory,
+                               interrupt_quietly, log_level, release, row_projections, run_concurrently)
 from correlake.run.store import MemoryStore, Plan
 
 
@@ -40,6 +41,28 @@ def test_release_collects_the_jvm_s_heap_unless_a_driver_defers_it_past_its_repl
     assert full.getCollectionCount() == before
     release(spark)
     assert full.getCollectionCount() > before
+
+
+def test_a_waiting_driver_gives_its_free_heap_back_and_runs_keep_the_jvm_s_sizing(spark):
+    jvm = spark.sparkContext._jvm
+    management = jvm.java.lang.management.ManagementFactory
+    flags = management.getPlatformMXBean(jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+    ratios = {name: flags.getVMOption(name).getValue() for name in ("MaxHeapFreeRatio", "MinHeapFreeRatio")}
+    old_generation = next(pool for pool in management.getMemoryPoolMXBeans() if pool.getName() == "PS Old Gen")
+    flags.setVMOption("MaxHeapFreeRatio", "100")  # a heap grown beyond what it holds, as a run leaves it
+    flags.setVMOption("MinHeapFreeRatio", "90")
+    try:
+        jvm.System.gc()
+    finally:
+        flags.setVMOption("MinHeapFreeRatio", ratios["MinHeapFreeRatio"])
+        flags.setVMOption("MaxHeapFreeRatio", ratios["MaxHeapFreeRatio"])
+    grown = old_generation.getUsage().getCommitted()
+    before, after = give_back_memory(spark)
+    usage = old_generation.getUsage()
+    assert after < before and usage.getCommitted() < grown
+    assert usage.getCommitted() <= usage.getUsed() / (1 - IDLE_HEAP_FREE_PERCENT / 100) + 2 ** 25
+    assert {name: flags.getVMOption(name).getValue() for name in ratios} == ratios == {
+        "MaxHeapFreeRatio": "100", "MinHeapFreeRatio": "0"}  # the throughput collector's: its own sizing, for runs
 
 
 def test_the_jvm_keeps_utc_whatever_the_machine_s_time_zone(spark):

@@ -43,7 +43,7 @@ from correlake.errors import first_line
 
 BACKLOG = 64  # callers waiting for the driver
 IDLE_CHECK_SECONDS = 30  # how often a kept driver looks whether it has been idle too long, or its code changed
-WARM_UP_AFTER_SECONDS = 60  # a kept driver idle this long warms up, once (`_Idle`)
+WARM_UP_AFTER_SECONDS = 60  # a kept driver idle this long warms up, once, then gives back memory (`_Idle`)
 WARM_UP_RECORDS = 20_000  # its warm-up: a first run of this many messages and as many events, then an increment
 WATCH_SECONDS = 0.05  # how often a call's watcher looks whether its caller hung up; a call ends this much later
 T = TypeVar("T")
@@ -362,16 +362,18 @@ def _serve_one(conn, request: tuple, spark, functions: dict) -> bool:
 
 class _Idle:
     """A kept driver's idle time: it warms up once it has been idle for WARM_UP_AFTER_SECONDS
-    (its first call warmed only that call's paths; a driver kept for less never does), and
+    (its first call warmed only that call's paths; a driver kept for less never does), gives
+    its free heap back to the system each time it has been idle that long after that, and
     stops after `seconds` without a call, or once the code on disk is not the code it runs."""
 
     def __init__(self, seconds: float):
         from correlake.run.kept_driver import code_version
 
-        self.seconds, self.version, self.last, self.warmed = seconds, code_version(), time.monotonic(), False
+        self.seconds, self.version, self.warmed = seconds, code_version(), False
+        self.served()
 
     def served(self) -> None:
-        self.last = time.monotonic()
+        self.last, self.gave_back = time.monotonic(), False
 
     def tick(self) -> float:
         """How long to wait for a call before looking again."""
@@ -394,6 +396,22 @@ class _Idle:
         except Exception as exc:  # a driver that cannot warm up still serves
             print(f"correlake driver: the warm-up failed ({type(exc).__name__}: {first_line(exc)[:300]})", flush=True)
         self.served()  # its idle time starts again
+
+    def give_back_due(self) -> bool:
+        return not self.gave_back and time.monotonic() - self.last >= WARM_UP_AFTER_SECONDS
+
+    def give_back(self, spark) -> None:
+        from correlake.session import give_back_memory
+
+        self.gave_back = True
+        try:
+            before, after = give_back_memory(spark)
+        except Exception as exc:  # it serves on with its heap as it is
+            print(f"correlake driver: giving back memory failed ({type(exc).__name__}: {first_line(exc)[:300]})",
+                  flush=True)
+            return
+        print(f"correlake driver: idle, gave back {(before - after) / 2 ** 30:.1f} GB of heap "
+              f"({before / 2 ** 30:.1f} → {after / 2 ** 30:.1f} GB committed)", flush=True)
 
 
 def serve(address: Path, warm_up_rounds: int, idle_seconds: float = 0) -> None:
@@ -419,6 +437,8 @@ def serve(address: Path, warm_up_rounds: int, idle_seconds: float = 0) -> None:
                     return
                 if idle.warm_up_due():
                     idle.warm_up(spark)
+                elif idle.give_back_due():
+                    idle.give_back(spark)
                 continue
             try:
                 conn = _accept(listener)
