@@ -242,25 +242,42 @@ def release(spark) -> None:
         spark.sparkContext._jvm.System.gc()
 
 
+def hotspot_flags(spark):
+    """HotSpot's diagnostic MXBean of the session's JVM: its flags, read and (the manageable ones) set."""
+    jvm = spark.sparkContext._jvm
+    return jvm.java.lang.management.ManagementFactory.getPlatformMXBean(
+        jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
+
+
+@contextmanager
+def heap_free_ratios(spark, minimum: int, maximum: int):
+    """The JVM's MinHeapFreeRatio and MaxHeapFreeRatio (the old generation's free share a full
+    collection sizes it to) set within the block, then as they were."""
+    flags = hotspot_flags(spark)
+    ratios = {name: flags.getVMOption(name).getValue() for name in ("MinHeapFreeRatio", "MaxHeapFreeRatio")}
+
+    def set_ratios(low, high) -> None:  # the minimum never above the maximum, at each step
+        flags.setVMOption("MinHeapFreeRatio", "0")
+        flags.setVMOption("MaxHeapFreeRatio", str(high))
+        flags.setVMOption("MinHeapFreeRatio", str(low))
+
+    set_ratios(minimum, maximum)
+    try:
+        yield
+    finally:
+        set_ratios(ratios["MinHeapFreeRatio"], ratios["MaxHeapFreeRatio"])
+
+
 def give_back_memory(spark) -> tuple[int, int]:
     """Give the heap's free space back to the system, for a driver that waits: a full
-    collection with the old generation's free share capped at IDLE_HEAP_FREE_PERCENT
-    (HotSpot's manageable MaxHeapFreeRatio), then the ratios as they were, so that runs
-    size the heap as before. The heap's committed bytes (before, after)."""
-    jvm = spark.sparkContext._jvm
-    management = jvm.java.lang.management.ManagementFactory
-    heap = management.getMemoryMXBean()
-    flags = management.getPlatformMXBean(jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
-    ratios = {name: flags.getVMOption(name).getValue() for name in ("MinHeapFreeRatio", "MaxHeapFreeRatio")}
+    collection with the old generation's free share capped at IDLE_HEAP_FREE_PERCENT,
+    then the ratios as they were, so that runs size the heap as before. The heap's
+    committed bytes (before, after)."""
+    heap = spark.sparkContext._jvm.java.lang.management.ManagementFactory.getMemoryMXBean()
     before = heap.getHeapMemoryUsage().getCommitted()
-    flags.setVMOption("MinHeapFreeRatio", "0")  # at most the maximum, always
-    flags.setVMOption("MaxHeapFreeRatio", str(IDLE_HEAP_FREE_PERCENT))
-    try:
+    with heap_free_ratios(spark, 0, IDLE_HEAP_FREE_PERCENT):
         gc.collect()
-        jvm.System.gc()
-    finally:
-        flags.setVMOption("MaxHeapFreeRatio", ratios["MaxHeapFreeRatio"])
-        flags.setVMOption("MinHeapFreeRatio", ratios["MinHeapFreeRatio"])
+        spark.sparkContext._jvm.System.gc()
     return before, heap.getHeapMemoryUsage().getCommitted()
 
 

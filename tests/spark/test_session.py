@@ -23,7 +23,8 @@ from correlake.config import INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY, Con
 from correlake.lake.landing import LandingFile
 from correlake.run.result import RunResult
 from correlake.session import (IDLE_HEAP_FREE_PERCENT, LOG_LEVEL, collections_deferred, give_back_memory,
-                               interrupt_quietly, log_level, release, row_projections, run_concurrently)
+                               heap_free_ratios, hotspot_flags, interrupt_quietly, log_level, release,
+                               row_projections, run_concurrently)
 from correlake.run.store import MemoryStore, Plan
 
 
@@ -44,24 +45,17 @@ def test_release_collects_the_jvm_s_heap_unless_a_driver_defers_it_past_its_repl
 
 
 def test_a_waiting_driver_gives_its_free_heap_back_and_runs_keep_the_jvm_s_sizing(spark):
-    jvm = spark.sparkContext._jvm
-    management = jvm.java.lang.management.ManagementFactory
-    flags = management.getPlatformMXBean(jvm.java.lang.Class.forName("com.sun.management.HotSpotDiagnosticMXBean"))
-    ratios = {name: flags.getVMOption(name).getValue() for name in ("MaxHeapFreeRatio", "MinHeapFreeRatio")}
-    old_generation = next(pool for pool in management.getMemoryPoolMXBeans() if pool.getName() == "PS Old Gen")
-    flags.setVMOption("MaxHeapFreeRatio", "100")  # a heap grown beyond what it holds, as a run leaves it
-    flags.setVMOption("MinHeapFreeRatio", "90")
-    try:
-        jvm.System.gc()
-    finally:
-        flags.setVMOption("MinHeapFreeRatio", ratios["MinHeapFreeRatio"])
-        flags.setVMOption("MaxHeapFreeRatio", ratios["MaxHeapFreeRatio"])
+    flags = hotspot_flags(spark)
+    old_generation = next(pool for pool in spark.sparkContext._jvm.java.lang.management.ManagementFactory
+                          .getMemoryPoolMXBeans() if pool.getName() == "PS Old Gen")
+    with heap_free_ratios(spark, 90, 100):  # a heap grown beyond what it holds, as a run leaves it
+        spark.sparkContext._jvm.System.gc()
     grown = old_generation.getUsage().getCommitted()
     before, after = give_back_memory(spark)
     usage = old_generation.getUsage()
     assert after < before and usage.getCommitted() < grown
     assert usage.getCommitted() <= usage.getUsed() / (1 - IDLE_HEAP_FREE_PERCENT / 100) + 2 ** 25
-    assert {name: flags.getVMOption(name).getValue() for name in ratios} == ratios == {
+    assert {name: flags.getVMOption(name).getValue() for name in ("MaxHeapFreeRatio", "MinHeapFreeRatio")} == {
         "MaxHeapFreeRatio": "100", "MinHeapFreeRatio": "0"}  # the throughput collector's: its own sizing, for runs
 
 

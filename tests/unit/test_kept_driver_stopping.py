@@ -33,8 +33,7 @@ def test_a_call_that_meets_the_kept_driver_stopping_waits_for_it_then_starts_ano
 
     def spawn(sock, log, **options):  # `correlake serve`: a new key, then it listens and takes a call
         assert not driver.serving(sock), "a driver was started while the stopping one still listened"
-        listener = Listener(str(sock), family="AF_UNIX",
-                            authkey=driver.new_secret(sock.with_name(sock.name + ".key")))
+        listener = Listener(str(sock), family="AF_UNIX", authkey=driver.new_secret(driver._key_path(sock)))
         threading.Thread(target=lambda: listener.accept().close(), daemon=True).start()
         started.append(listener)
         return SimpleNamespace(pid=0)

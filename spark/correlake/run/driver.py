@@ -394,7 +394,7 @@ class _Idle:
         try:
             print(f"correlake driver: idle, warmed up (runs of {warm_up(spark, 1, WARM_UP_RECORDS)} s)", flush=True)
         except Exception as exc:  # a driver that cannot warm up still serves
-            print(f"correlake driver: the warm-up failed ({type(exc).__name__}: {first_line(exc)[:300]})", flush=True)
+            _failed("the warm-up", exc)
         self.served()  # its idle time starts again
 
     def give_back_due(self) -> bool:
@@ -407,11 +407,14 @@ class _Idle:
         try:
             before, after = give_back_memory(spark)
         except Exception as exc:  # it serves on with its heap as it is
-            print(f"correlake driver: giving back memory failed ({type(exc).__name__}: {first_line(exc)[:300]})",
-                  flush=True)
-            return
+            return _failed("giving back memory", exc)
         print(f"correlake driver: idle, gave back {(before - after) / 2 ** 30:.1f} GB of heap "
               f"({before / 2 ** 30:.1f} → {after / 2 ** 30:.1f} GB committed)", flush=True)
+
+
+def _failed(what: str, exc: Exception) -> None:
+    """Log an idle driver's step that failed; the driver serves on."""
+    print(f"correlake driver: {what} failed ({type(exc).__name__}: {first_line(exc)[:300]})", flush=True)
 
 
 def serve(address: Path, warm_up_rounds: int, idle_seconds: float = 0) -> None:
