@@ -4,7 +4,8 @@
         [--increment 0.01[,0.001...]] [--increment-time within|after] [--repeat 1] [--hourly]
         [--via process|cli|driver|kept] [--out .local/bench]
 
-Not run by CI. Reports time per stage and gate, rows/s, and the floor: the time the
+Not run by CI. Reports time per stage and gate (and, for runs in this process, the
+seconds the JVM spent compiling: `jit`), rows/s, and the floor: the time the
 same Spark takes to read the same JSON and write it once to Delta, measured twice: in a
 fresh process before the first run (a cold JVM, as the first run's; Spark's start not
 counted in either) and at the end in this process (warm). Each --increment
@@ -127,13 +128,27 @@ def cli_env(via: str, socket: Path | None) -> dict:
     return env if via == "kept" else {**env, "CORRELAKE_KEEP_DRIVER": "0"}
 
 
-def run_increment(spark, via: str, landing: Path, lake: Path, socket: Path | None) -> dict:
-    """One increment run, in this process or through the CLI; its timings (seconds)."""
+def jit_ms(spark) -> int:
+    """Milliseconds this process's JVM has spent compiling so far (HotSpot's compilation
+    bean: the time of each compilation, summed over its compiler threads)."""
+    return spark.sparkContext._jvm.java.lang.management.ManagementFactory.getCompilationMXBean(
+    ).getTotalCompilationTime()
+
+
+def run_in_process(spark, landing: Path, lake: Path):
+    """`pipeline.run` in this process; its result and its timings, with the JIT's seconds."""
     from correlake.run import pipeline
 
+    before = jit_ms(spark)
+    result = pipeline.run(spark, str(landing), str(lake), max_quarantine_ratio=1.0)
+    return result, {**result.timings, "jit": round((jit_ms(spark) - before) / 1000, 1)}
+
+
+def run_increment(spark, via: str, landing: Path, lake: Path, socket: Path | None) -> dict:
+    """One increment run, in this process or through the CLI; its timings (seconds)."""
     if via == "process":
-        result = pipeline.run(spark, str(landing), str(lake), max_quarantine_ratio=1.0)
-        return {**result.timings, "touched_groups": result.touched_groups}
+        result, timings = run_in_process(spark, landing, lake)
+        return {**timings, "touched_groups": result.touched_groups}
     done = subprocess.run([CORRELAKE, "run", "--landing", str(landing), "--lake", str(lake), "--max-quarantine-ratio",
                            "1"], env=cli_env(via, socket), capture_output=True, text=True, check=True)
     if kept := re.search(r"started a driver \(pid (\d+).*its log: (.*)\)$", done.stderr, re.MULTILINE):
@@ -178,8 +193,8 @@ def main() -> None:
     report["spark_start_s"] = round(time.perf_counter() - t, 1)
     runs = []
     t = time.perf_counter()
-    result = pipeline.run(spark, str(landing), str(lake), max_quarantine_ratio=1.0)
-    runs.append({"run": "first", "total_s": round(time.perf_counter() - t, 1), **result.timings})
+    result, timings = run_in_process(spark, landing, lake)
+    runs.append({"run": "first", "total_s": round(time.perf_counter() - t, 1), **timings})
     shares = [float(x) for x in args.increment.split(",") if x]
     if args.via == "kept":  # as cron runs it: the lake's first run starts the kept driver
         t = time.perf_counter()
