@@ -235,11 +235,16 @@ def release(spark) -> None:
     references first, so that the JVM's objects become unreachable. Within
     `collections_deferred`, the collections (about 1 s) are left to the driver, which
     makes them after its reply.
+
+    The collections hold interrupts: Python's runs py4j's finalizers, each a call to the
+    JVM, and an interrupt raised inside a finalizer is printed and lost (a driver told
+    to stop would serve on).
     """
     log_level(spark.sparkContext, LOG_LEVEL)
     if not _collections_deferred.is_set():
-        gc.collect()
-        spark.sparkContext._jvm.System.gc()
+        with interrupts_held():
+            gc.collect()
+            spark.sparkContext._jvm.System.gc()
 
 
 def hotspot_flags(spark):

@@ -2,8 +2,8 @@
 stdout, the driver on loopback with no web UI), row projections evaluated in small
 runs, the in-memory store of a run's frames, writes run a few at a time that stop at
 the first failure or interrupt, an interrupt that cancels the job the main thread
-waits for, a run's memory collected at once or, on a driver, after its reply, and a
-waiting driver's free heap given back."""
+waits for, a run's memory collected at once or, on a driver, after its reply (an interrupt
+during it delivered after it), and a waiting driver's free heap given back."""
 
 import os
 import re
@@ -42,6 +42,29 @@ def test_release_collects_the_jvm_s_heap_unless_a_driver_defers_it_past_its_repl
     assert full.getCollectionCount() == before
     release(spark)
     assert full.getCollectionCount() > before
+
+
+def test_an_interrupt_during_release_s_collection_is_delivered_after_it_not_lost(spark):
+    """SIGTERM while Python's collection runs a finalizer (py4j's make JVM calls) would be
+    raised inside it, printed and lost: a driver told to stop after a reply served on."""
+    class Stop(BaseException):
+        pass
+
+    class Finalized:  # in a cycle: only the collection frees it
+        def __del__(self):
+            signal.raise_signal(signal.SIGTERM)
+
+    cycle = Finalized()
+    cycle.self = cycle
+    del cycle
+    previous = signal.signal(signal.SIGTERM, interrupt_quietly(Stop))
+    try:
+        with pytest.raises(Stop):
+            release(spark)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        log_level(spark.sparkContext, LOG_LEVEL)
+    assert spark.range(3).count() == 3
 
 
 def test_a_waiting_driver_gives_its_free_heap_back_and_runs_keep_the_jvm_s_sizing(spark):
