@@ -136,6 +136,30 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
     assert snapshot(spark, lake_dir) == reference
 
 
+def test_a_run_stopped_after_its_publish_says_it_was_published(spark, world, tmp_path, capfd, monkeypatch):
+    """SIGTERM during the clean-up after a publish (the collections of `release`): the
+    run is in the lake, and the exit line says so instead of "nothing was published"."""
+    landing, base, _, reference = world
+    lake_dir = copy_lake(base, tmp_path / "late")
+    real_release = pipeline.release
+
+    def stop_then_release(session):
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)
+        finally:
+            real_release(session)
+
+    monkeypatch.setattr(pipeline, "release", stop_then_release)
+    capfd.readouterr()
+    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--max-quarantine-ratio", "1"]) == 143
+    err = capfd.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("correlake: stopped by SIGTERM after run ") and "was published" in last, err
+    monkeypatch.undo()
+    assert journal.unfinished_run(lake_dir) is None and snapshot(spark, lake_dir) == reference
+    assert pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0).nothing_new
+
+
 def test_a_crashed_first_run_leaves_no_table_folder_behind(spark, tmp_path):
     """A table the dead run had begun to create (a `_delta_log` with no commit yet, which
     no Delta reader opens) is removed by the rollback, as are the ones it had created."""

@@ -68,9 +68,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _stopped(interrupt: KeyboardInterrupt) -> int:
+    """Say what an interrupt stopped: a run in progress, or the clean-up after a run it
+    published (`pipeline.run` gives it as `published`)."""
     stopped = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT
-    print(f"correlake: stopped by {stopped.name}; nothing of a run in progress was published (what it had "
-          "begun to write was rolled back, or is by the next run)", file=sys.stderr)
+    if (published := getattr(interrupt, "published", None)) is not None:
+        print(f"correlake: stopped by {stopped.name} after run {published.run_id} was published (the lake "
+              "holds it; only the process's clean-up was cut short)", file=sys.stderr)
+    else:
+        print(f"correlake: stopped by {stopped.name}; nothing of a run in progress was published (what it had "
+              "begun to write was rolled back, or is by the next run)", file=sys.stderr)
     return 128 + stopped
 
 

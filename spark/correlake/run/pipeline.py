@@ -33,16 +33,21 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
         if isinstance(staged, RunResult):
             return staged
         gates.import_ahead()  # a fresh process's first gate need not wait for it
+        published = None
         try:
-            for stage in STAGES:
-                staged.compute(stage)
-                staged.check(stage)
-            if dry_run:
-                return staged.result
-            result = staged.publish()
-            history_keys.keep(lake_dir, result.run_id, staged.history_after)
-            return result
-        finally:
-            staged.discard()
-            spark.catalog.clearCache()
-            release(spark)
+            try:
+                for stage in STAGES:
+                    staged.compute(stage)
+                    staged.check(stage)
+                if dry_run:
+                    return staged.result
+                published = staged.publish()
+                history_keys.keep(lake_dir, published.run_id, staged.history_after)
+                return published
+            finally:
+                staged.discard()
+                spark.catalog.clearCache()
+                release(spark)
+        except KeyboardInterrupt as stopped:  # Ctrl-C or SIGTERM, which may come after the publish
+            stopped.published = published
+            raise
