@@ -5,6 +5,7 @@ the first failure or interrupt, an interrupt that cancels the job the main threa
 waits for, a run's memory collected at once or, on a driver, after its reply (an interrupt
 during it delivered after it), and a waiting driver's free heap given back."""
 
+import gc
 import os
 import re
 import signal
@@ -50,18 +51,20 @@ def test_an_interrupt_during_release_s_collection_is_delivered_after_it_not_lost
     class Stop(BaseException):
         pass
 
-    class Finalized:  # in a cycle: only the collection frees it
+    class Finalized:  # in a cycle: only a collection frees it, here only release's
         def __del__(self):
             signal.raise_signal(signal.SIGTERM)
 
-    cycle = Finalized()
-    cycle.self = cycle
-    del cycle
     previous = signal.signal(signal.SIGTERM, interrupt_quietly(Stop))
+    gc.disable()
     try:
+        cycle = Finalized()
+        cycle.self = cycle
+        del cycle
         with pytest.raises(Stop):
             release(spark)
     finally:
+        gc.enable()
         signal.signal(signal.SIGTERM, previous)
         log_level(spark.sparkContext, LOG_LEVEL)
     assert spark.range(3).count() == 3
