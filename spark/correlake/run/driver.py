@@ -345,19 +345,27 @@ def _serve_one(conn, request: tuple, spark, functions: dict) -> bool:
     except CallerGone:  # nobody to reply to
         print(f"correlake driver: the caller of {name} went away; its call was stopped", flush=True)
         reply = (False, DriverError(f"the caller of {name} went away"))
+    except KeyboardInterrupt as stopped:  # SIGTERM or Ctrl-C: the driver stops
+        if (published := getattr(stopped, "published", None)) is not None:  # after the run's publish (`pipeline.run`)
+            _send(conn, (True, published))
+        raise
     except Exception as exc:
         reply = (False, _portable(exc))
     alive = reply[0] or _alive(spark)
     outcome = "done" if reply[0] else f"failed ({type(reply[1]).__name__}: {first_line(reply[1])[:300]})"
     print(f"correlake driver: {name} {outcome} in {time.perf_counter() - start:.1f} s", flush=True)
-    try:
-        conn.send(reply)
-    except OSError:
-        pass  # the caller left; the work is done (or rolled back) all the same
+    _send(conn, reply)
     if alive:  # the call's memory freed once its caller has its reply (the next call waits for it)
         spark.catalog.clearCache()
         release(spark)
     return alive
+
+
+def _send(conn, reply: tuple) -> None:
+    try:
+        conn.send(reply)
+    except OSError:
+        pass  # the caller left; the work is done (or rolled back) all the same
 
 
 class _Idle:
