@@ -13,6 +13,11 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM (a supervisor, Airflow, systemd stopping the process), handled as Ctrl-C is."""
 
 
+def published_before(interrupt: KeyboardInterrupt):
+    """The run that `pipeline.run` had published when `interrupt` came (it tags it so), or None."""
+    return getattr(interrupt, "published", None)
+
+
 def first_line(error: BaseException) -> str:
     """An error's first line (a Spark error's class and message, not its plan or stack)."""
     return next((line.strip() for line in str(error).splitlines() if line.strip()), type(error).__name__)

@@ -9,7 +9,7 @@ import threading
 import traceback
 
 from correlake.config import ConfigError, validate
-from correlake.errors import EXIT_ERROR, EXIT_USAGE, Terminated, UsageError
+from correlake.errors import EXIT_ERROR, EXIT_USAGE, Terminated, UsageError, published_before
 from correlake.interfaces.commands import deliver, demo, maintain, rebuild, report, run, serve, sql
 from correlake.text import escaped_output
 
@@ -68,10 +68,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _stopped(interrupt: KeyboardInterrupt) -> int:
-    """Say what an interrupt stopped: a run in progress, or the clean-up after a run it
-    published (`pipeline.run` gives it as `published`)."""
+    """Say what an interrupt stopped: a run in progress, or the clean-up after a run it published."""
     stopped = signal.SIGTERM if isinstance(interrupt, Terminated) else signal.SIGINT
-    if (published := getattr(interrupt, "published", None)) is not None:
+    if (published := published_before(interrupt)) is not None:
         print(f"correlake: stopped by {stopped.name} after run {published.run_id} was published (the lake "
               "holds it; only the process's clean-up was cut short)", file=sys.stderr)
     else:

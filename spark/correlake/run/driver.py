@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from correlake.config import DRIVER_HANDSHAKE_SECONDS, driver_socket
-from correlake.errors import first_line
+from correlake.errors import first_line, published_before
 
 BACKLOG = 64  # callers waiting for the driver
 IDLE_CHECK_SECONDS = 30  # how often a kept driver looks whether it has been idle too long, or its code changed
@@ -346,7 +346,7 @@ def _serve_one(conn, request: tuple, spark, functions: dict) -> bool:
         print(f"correlake driver: the caller of {name} went away; its call was stopped", flush=True)
         reply = (False, DriverError(f"the caller of {name} went away"))
     except KeyboardInterrupt as stopped:  # SIGTERM or Ctrl-C: the driver stops
-        if (published := getattr(stopped, "published", None)) is not None:  # after the run's publish (`pipeline.run`)
+        if (published := published_before(stopped)) is not None:
             _send(conn, (True, published))
         raise
     except Exception as exc:

@@ -49,5 +49,5 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
                 spark.catalog.clearCache()
                 release(spark)
         except KeyboardInterrupt as stopped:  # Ctrl-C or SIGTERM, which may come after the publish
-            stopped.published = published
+            stopped.published = published  # read by `errors.published_before`
             raise
