@@ -274,3 +274,29 @@ def test_a_failing_gate_stops_the_run_and_leaves_gold_as_it_was(spark, tmp_path,
     assert spark.read.format("delta").load(table_path(lake_dir, "correlations")).collect() == before
     assert {t: spark.sql(f"DESCRIBE HISTORY {delta_table(table_path(lake_dir, t))}").count()
             for t in ("correlations", "messages")} == versions
+
+
+def test_a_gate_checked_while_the_next_stage_fails_is_what_the_run_reports(spark, tmp_path, monkeypatch, capsys):
+    """Gates are checked alongside the next stage: when that stage fails while a gate that
+    fails is pending, the gate's failure is reported (the stage may have failed on what it
+    rejects), and nothing is written."""
+    landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
+    write_jsonl(landing / "messages" / "a.jsonl", [{"position": 1, "name": "m", "correlation_key": "k",
+                                                    "published_at": 10}])
+    gold_failed = threading.Event()
+    real = gates.silver_frames
+
+    def failing_late(messages):  # the silver gate fails, once the gold stage has
+        assert gold_failed.wait(120)
+        return {"silver": real(messages)["silver"].withColumn("deadline_ok", F.lit(False))}
+
+    def engine_breaks(*args, **kwargs):
+        gold_failed.set()
+        raise RuntimeError("the engine broke on silver's rows")
+
+    monkeypatch.setattr(gates, "silver_frames", failing_late)
+    monkeypatch.setattr(gold, "run_engine", engine_breaks)
+    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 1
+    err = capsys.readouterr().err
+    assert "data-quality gate 'silver' failed" in err and "engine broke" not in err
+    assert not (tmp_path / "lake" / "gold").exists()

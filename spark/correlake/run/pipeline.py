@@ -2,22 +2,26 @@
 
 A run holds the lake's lock from start to end, is journalled (an unfinished run is
 rolled back by the next one), recomputes only the key groups its new records touch,
-and with nothing new writes nothing. The process keeps silver's key columns for the
-lake's next run (`history_keys.py`).
+and with nothing new writes nothing. Each stage's gate is checked on a thread of its own
+while the next stage computes; every gate has passed before anything is written. The
+process keeps silver's key columns for the lake's next run (`history_keys.py`).
 """
 
 from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from pyspark.sql import SparkSession
 
 from correlake.lake.lock import run_lock
 from correlake.quality import gates
+from correlake.quality.gates import GateFailed
 from correlake.run import history_keys
 from correlake.run.result import RunResult
 from correlake.run.staged import StagedRun
 from correlake.run.stages import STAGES
 from correlake.run.store import MemoryStore
-from correlake.session import release
+from correlake.session import release, row_projections
 
 __all__ = ["RunResult", "run"]
 
@@ -36,9 +40,7 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
         published = None
         try:
             try:
-                for stage in STAGES:
-                    staged.compute(stage)
-                    staged.check(stage)
+                _stages_and_gates(staged)
                 if dry_run:
                     return staged.result
                 published = staged.publish()
@@ -51,3 +53,32 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
         except KeyboardInterrupt as stopped:  # Ctrl-C or SIGTERM, which may come after the publish
             stopped.published = published  # read by `errors.published_before`
             raise
+
+
+def _stages_and_gates(staged: StagedRun) -> None:
+    """Compute every stage in order, each gate checked (in stage order, on one thread)
+    while the next stage computes: a gate reads only frames of its stage and those before,
+    and its Great Expectations work is Python's while Spark computes. Returns once every
+    gate has passed. A failed gate stops the run at the next stage, and is what is raised
+    if a stage fails while it is pending (the stage may have failed on what it rejects)."""
+    with row_projections(staged.spark, interpreted=staged.plan.small), ThreadPoolExecutor(1) as checker:
+        checks: list[Future] = []
+        try:
+            for stage in STAGES:
+                _raise_failed_gate([c for c in checks if c.done()])
+                staged.compute(stage)
+                checks.append(checker.submit(staged.check, stage))
+        except Exception:
+            _raise_failed_gate(checks)
+            raise
+        for check in checks:
+            check.result()
+    timings = staged.result.timings  # in stage order, as if one after another
+    order = [label for stage in STAGES for label in (stage.name, f"gate:{stage.name}")]
+    staged.result.timings = {label: timings[label] for label in sorted(timings, key=order.index)}
+
+
+def _raise_failed_gate(checks: list[Future]) -> None:
+    """Raise the first of these gates' failures, if one failed (waits for them)."""
+    if failed := next((e for c in checks if isinstance(e := c.exception(), GateFailed)), None):
+        raise failed from None
