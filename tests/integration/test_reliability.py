@@ -12,6 +12,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -19,10 +20,12 @@ import pytest
 
 from correlake.interfaces import cli
 from correlake.lake import journal, tables as lake
+from correlake.quality import gates
 from correlake.run import pipeline, stepwise, writes
 from correlake.run.staged import LakeMoved
 from correlake.config import TABLES, table_path
 from correlake.run.store import staged_runs_dir
+from correlake.transforms import scope as key_scope
 from generators import combine, generate_cases
 from helpers import assert_outbox_agrees, project, read_gold, versions, write_jsonl
 
@@ -134,6 +137,38 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
     monkeypatch.undo()
     pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
     assert snapshot(spark, lake_dir) == reference
+
+
+def test_a_run_stopped_while_a_gate_is_checked_beside_a_stage_stops_whole(spark, world, tmp_path, capfd,
+                                                                          monkeypatch):
+    """SIGTERM while the silver stage computes and the bronze gate is checked beside it: the
+    run stops as any stopped run does (exit 143, one line, no traceback), its gate's thread
+    ended with it, and the lake is as it was."""
+    landing, base, _, _ = world
+    lake_dir = copy_lake(base, tmp_path / "gated")
+    before = snapshot(spark, lake_dir)
+    real_check, real_recompute, checking = gates.check, key_scope.recompute, threading.Event()
+
+    def slow_check(*args, **kwargs):  # the bronze gate still running when silver is stopped
+        checking.set()
+        time.sleep(3)
+        return real_check(*args, **kwargs)
+
+    def stopped_recompute(*args, **kwargs):
+        assert checking.wait(60)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return real_recompute(*args, **kwargs)
+
+    monkeypatch.setattr(gates, "check", slow_check)
+    monkeypatch.setattr(key_scope, "recompute", stopped_recompute)
+    capfd.readouterr()
+    threads = set(threading.enumerate())
+    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--max-quarantine-ratio", "1"]) == 143
+    err = capfd.readouterr().err
+    assert err.strip().splitlines()[-1].startswith("correlake: stopped by SIGTERM; nothing of a run"), err
+    assert "Traceback" not in err and " ERROR " not in err, err[-3000:]
+    assert not [t for t in set(threading.enumerate()) - threads if t.name.startswith("ThreadPoolExecutor")]
+    assert journal.unfinished_run(lake_dir) is None and snapshot(spark, lake_dir) == before
 
 
 def test_a_run_stopped_after_its_publish_says_it_was_published(spark, world, tmp_path, capfd, monkeypatch):
