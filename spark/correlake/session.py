@@ -172,10 +172,19 @@ def interrupt_quietly(interrupt: type[BaseException]):
     The signal may come while the main thread waits for the JVM's answer to a call, and a
     py4j connection takes one call at a time: the jobs are cancelled from another thread,
     on its own connection, and the main thread's connection, whose answer would come too
-    late, is closed (its next call opens a new one)."""
+    late, is closed (its next call opens a new one).
+
+    A signal that comes while py4j's finalizer of a freed JVM object makes its call is
+    sent again until it comes after the finalizer: raised inside it, Python would print it
+    and drop it (a finalizer's errors go nowhere), and the run, or a driver, would go on."""
     def handler(signum, frame):
         from pyspark import SparkContext
 
+        if _in_py4j_finalizer(frame):  # sent again shortly, until it comes after the finalizer
+            again = threading.Timer(0.01, signal.pthread_kill, (threading.main_thread().ident, signum))
+            again.daemon = True
+            again.start()
+            return
         if (context := SparkContext._active_spark_context) is not None:
             canceller = threading.Thread(target=_cancel_jobs, args=(context,), daemon=True)
             canceller.start()
@@ -183,6 +192,18 @@ def interrupt_quietly(interrupt: type[BaseException]):
             _close_thread_connection(context)
         raise interrupt()
     return handler
+
+
+_PY4J_FINALIZERS = ("_garbage_collect_object", "_garbage_collect_connection")  # py4j.java_gateway's
+
+
+def _in_py4j_finalizer(frame) -> bool:
+    """Whether the interrupted `frame` is within a py4j finalizer."""
+    while frame is not None:
+        if frame.f_code.co_name in _PY4J_FINALIZERS and frame.f_globals.get("__name__") == "py4j.java_gateway":
+            return True
+        frame = frame.f_back
+    return False
 
 
 def _cancel_jobs(context) -> None:

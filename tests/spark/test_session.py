@@ -12,9 +12,11 @@ import signal
 import subprocess
 import threading
 import time
+import weakref
 from pathlib import Path
 
 import pytest
+from py4j import java_gateway
 from pyspark.sql import functions as F
 
 from helpers import listening_addresses
@@ -66,6 +68,37 @@ def test_an_interrupt_during_release_s_collection_is_delivered_after_it_not_lost
     finally:
         gc.enable()
         signal.signal(signal.SIGTERM, previous)
+        log_level(spark.sparkContext, LOG_LEVEL)
+    assert spark.range(3).count() == 3
+
+
+def test_an_interrupt_during_a_py4j_finalizer_is_raised_after_it_not_lost(spark):
+    """A signal that comes while py4j's finalizer of a freed JVM object makes its call (here
+    a stand-in for the JVM's side) is sent again, and raised after the finalizer: raised
+    inside it, it was printed and lost, and a run, or a driver told to stop, went on."""
+    class Stop(BaseException):
+        pass
+
+    class Client:  # what py4j's finalizer calls; the signal comes during the call
+        address, port = "127.0.0.1", 0
+
+        def garbage_collect_object(self, target_id):
+            signal.raise_signal(signal.SIGUSR2)
+            return target_id
+
+    class Freed:
+        pass
+
+    previous = signal.signal(signal.SIGUSR2, interrupt_quietly(Stop))
+    try:
+        freed = Freed()
+        finalizer = weakref.ref(freed, lambda _, client=Client(): java_gateway._garbage_collect_object(client, "o1"))
+        with pytest.raises(Stop):
+            del freed  # py4j's finalizer runs here
+            assert finalizer() is None
+            time.sleep(10)  # the signal, sent again, comes here
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
         log_level(spark.sparkContext, LOG_LEVEL)
     assert spark.range(3).count() == 3
 

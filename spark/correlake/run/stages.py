@@ -78,8 +78,8 @@ def _silver(run: StagedRun) -> None:
     work = key_scope.recompute(new["messages"], new_events, old_messages, old_events,
                                _history_keys(run, old_messages, old_events, old("key_groups")), deployments,
                                redeployed=run.result.deployments > 0)
-    run.store.put("key_groups", work.key_group_changes)
-    run.store.put("touched_keys", work.scope)
+    run.store.put("key_groups", work.key_group_changes, narrow=True)  # checkpointed by `recompute`, as the scope
+    run.store.put("touched_keys", work.scope, narrow=True)
     run.history_after = work.history_after(run.store.put("silver_messages", work.messages))
     run.store.put("routed", work.routed)
     run.store.put("silver_workflow_events", new_events, narrow=not rebuild)

@@ -58,7 +58,8 @@ class HistoryKeys:
 class Recompute:
     """A run's work: the key group rows it adds or changes, the touched key groups' keys
     (tenant_id, correlation_key, label), their silver messages and their routed workflow
-    events; and the key columns of silver with the new records (`history_after`)."""
+    events; and the key columns of silver with the new records (`history_after`). The
+    key group changes and the scope are checkpointed."""
     key_group_changes: DataFrame
     scope: DataFrame
     messages: DataFrame
