@@ -71,6 +71,10 @@ def _stages_and_gates(staged: StagedRun) -> None:
         except Exception:
             _raise_failed_gate(checks)
             raise
+        except BaseException:  # an interrupt: the gates not begun are not checked
+            for check in checks:
+                check.cancel()
+            raise
         for check in checks:
             check.result()
     timings = staged.result.timings  # in stage order, as if one after another
