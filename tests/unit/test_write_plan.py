@@ -1,10 +1,12 @@
-"""What a run writes (`run/writes.py`), decided without Spark; the stage table; a staged plan."""
+"""What a run writes (`run/writes.py`), decided without Spark; the stage table; a staged plan, and
+whether its gates are checked beside the next stage."""
 
 from __future__ import annotations
 
 import pytest
 
-from correlake.config import GOLD_TABLES, STAGE_NAMES, TABLES
+from correlake.config import GATES_BESIDE_MAX_BYTES, GOLD_TABLES, STAGE_NAMES, TABLES
+from correlake.lake.landing import LandingFile
 from correlake.run.result import RunResult
 from correlake.run.stages import STAGES
 from correlake.run.store import Plan
@@ -81,3 +83,15 @@ def test_a_plan_staged_by_a_version_with_other_tables_is_refused_not_half_publis
     older = Plan("r1", [], {name: v for name, v in EVERY.items() if name != "as_of"}, 0.01, None, RunResult("r1"))
     with pytest.raises(ValueError, match="staged by another version of correlake"):
         Plan.from_json(older.to_json())
+
+
+def test_gates_are_checked_beside_the_next_stage_except_in_large_runs_and_rebuilds():
+    def plan(*files, rebuild=False):
+        landing = [LandingFile("messages", path, size, 0, "/") for path, size in files]
+        return Plan("r", landing, {}, 0.0, None, RunResult("r", rebuild=rebuild), 10 ** 9)
+
+    assert plan(("hour.jsonl", 400_000)).gates_beside  # an hourly increment, on any lake
+    assert plan(("a.jsonl", GATES_BESIDE_MAX_BYTES // 2), ("b.jsonl", GATES_BESIDE_MAX_BYTES // 2)).gates_beside
+    assert not plan(("a.jsonl", GATES_BESIDE_MAX_BYTES + 1)).gates_beside
+    assert not plan(("a.jsonl.gz", GATES_BESIDE_MAX_BYTES // 5)).gates_beside  # its JSON is larger than the file
+    assert not plan(rebuild=True).gates_beside  # every record of bronze

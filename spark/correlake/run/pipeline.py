@@ -2,9 +2,10 @@
 
 A run holds the lake's lock from start to end, is journalled (an unfinished run is
 rolled back by the next one), recomputes only the key groups its new records touch,
-and with nothing new writes nothing. Each stage's gate is checked on a thread of its own
-while the next stage computes; every gate has passed before anything is written. The
-process keeps silver's key columns for the lake's next run (`history_keys.py`).
+and with nothing new writes nothing. Unless the run is a large one, each stage's gate is
+checked on a thread of its own while the next stage computes; every gate has passed
+before anything is written. The process keeps silver's key columns for the lake's next
+run (`history_keys.py`).
 """
 
 from __future__ import annotations
@@ -57,10 +58,11 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
 
 def _stages_and_gates(staged: StagedRun) -> None:
     """Compute every stage in order, each gate checked (in stage order, on one thread)
-    while the next stage computes: a gate reads only frames of its stage and those before,
-    and its Great Expectations work is Python's while Spark computes. Returns once every
-    gate has passed. A failed gate stops the run at the next stage, and is what is raised
-    if a stage fails while it is pending (the stage may have failed on what it rejects)."""
+    while the next stage computes, if the run is not a large one (`Plan.gates_beside`): a
+    gate reads only frames of its stage and those before, and its Great Expectations work
+    is Python's while Spark computes. Returns once every gate has passed. A failed gate
+    stops the run at the next stage, and is what is raised if a stage fails while it is
+    pending (the stage may have failed on what it rejects)."""
     with row_projections(staged.spark, interpreted=staged.plan.small), ThreadPoolExecutor(1) as checker:
         checks: list[Future] = []
         try:
@@ -68,6 +70,8 @@ def _stages_and_gates(staged: StagedRun) -> None:
                 _raise_failed_gate([c for c in checks if c.done()])
                 staged.compute(stage)
                 checks.append(checker.submit(staged.check, stage))
+                if not staged.plan.gates_beside:  # a large run's stages and gates have the cores in turn
+                    checks[-1].result()
         except Exception:
             _raise_failed_gate(checks)
             raise

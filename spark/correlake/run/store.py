@@ -9,7 +9,8 @@ from dataclasses import asdict, dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
-from correlake.config import INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY, STAGED_RUN_MAX_AGE_SECONDS, TABLES, join
+from correlake.config import (GATES_BESIDE_MAX_BYTES, INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY,
+                              STAGED_RUN_MAX_AGE_SECONDS, TABLES, join)
 from correlake.lake.files import folder_ages, remove_tree, state
 from correlake.lake.landing import LandingFile
 from correlake.run.result import RunResult
@@ -31,7 +32,17 @@ class Plan:
         """Few new records (at most INTERPRETED_MAX_BYTES of JSON) on a small lake (at most
         INTERPRETED_MAX_HISTORY records), and not a rebuild."""
         return (not self.result.rebuild and self.history_records <= INTERPRETED_MAX_HISTORY
-                and sum(f.json_bytes for f in self.files) <= INTERPRETED_MAX_BYTES)
+                and self._json_bytes <= INTERPRETED_MAX_BYTES)
+
+    @property
+    def gates_beside(self) -> bool:
+        """Whether each gate is checked beside the next stage: at most GATES_BESIDE_MAX_BYTES
+        of new JSON, and not a rebuild."""
+        return not self.result.rebuild and self._json_bytes <= GATES_BESIDE_MAX_BYTES
+
+    @property
+    def _json_bytes(self) -> int:
+        return sum(f.json_bytes for f in self.files)
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "files": [asdict(f) for f in self.files]})
