@@ -496,7 +496,7 @@ def test_records_that_move_as_of_update_only_the_statuses_that_cross(spark, tmp_
         rows = table(spark, lake_dir, "messages").select("message_key", "status").collect()
         return sorted(tuple(r) for r in rows), tuple(row), result.run_id
 
-    run("a", [m(1, key="a", ttl_ms=1000), m(2, key="e", ttl_ms=1000)])
+    *_, run_a = run("a", [m(1, key="a", ttl_ms=1000), m(2, key="e", ttl_ms=1000)])
     _, as_of_b, run_b = run("b", [m(4000, key="a", ttl_ms=10_000), m(5000, key="b", ttl_ms=1000)])
     assert as_of_b == (T0 + 5000, run_b)
     assert run("c", [m(3, key="c", ttl_ms=60_000)]) == (  # late: as_of stays, set by run b
@@ -511,6 +511,8 @@ def test_records_that_move_as_of_update_only_the_statuses_that_cross(spark, tmp_
         ("MERGE", "2"),  # b: key a's message 1 (touched) and key e's message 2 (crosses)
         ("MERGE", "0"),  # c: a new row, nothing crosses
         ("MERGE", "2")]  # d: a new row; messages 1 and 2 (untouched keys) back to BUFFERED
+    as_of_commits = spark.sql(f"DESCRIBE HISTORY {delta_table(table_path(lake_dir, 'as_of'))}").orderBy("version")
+    assert [r["userMetadata"] for r in as_of_commits.collect()] == [run_a, run_b, run_d]  # not c; by delta-rs
 
 
 def test_reason_kinds_are_the_same_in_python_and_in_spark_sql(spark):

@@ -36,7 +36,7 @@ def test_an_increment_merges_first_then_appends():
 def test_a_moved_as_of_refreshes_statuses_and_new_groups_and_deployments_are_written():
     plan = plan_writes(EVERY, deployments=2, key_groups_changed=True, as_of_moved=True, as_of_before=1000)
     assert Write("messages", How.REFRESH, ("message_key",), as_of_before=1000) in plan.writes
-    assert Write("as_of", How.OVERWRITE) in plan.writes
+    assert Write("as_of", How.RECORD) in plan.writes
     assert Write("key_groups", How.MERGE, ("tenant_id", "correlation_key")) in plan.writes
     assert Write("silver_deployments", How.OVERWRITE) in plan.writes
 
@@ -44,8 +44,9 @@ def test_a_moved_as_of_refreshes_statuses_and_new_groups_and_deployments_are_wri
 def test_a_first_run_creates_every_table_it_restates():
     plan = plan_writes({name: -1 for name in TABLES}, key_groups_changed=False, as_of_moved=True)
     created = [w.table for w in plan.writes if w.how is How.CREATE]
-    assert created == [*(t for t in GOLD_TABLES if t != "messages"), "messages", "as_of", "silver_messages",
+    assert created == [*(t for t in GOLD_TABLES if t != "messages"), "messages", "silver_messages",
                        "key_groups", "outbox"]
+    assert Write("as_of", How.RECORD) in plan.writes  # its row, the table created with it
     assert Write("silver_deployments", How.OVERWRITE) in plan.writes
     assert plan.writes[-len(APPENDS) - 1:-1] == tuple(APPENDS)
 
@@ -59,9 +60,10 @@ def test_the_outbox_is_created_once_then_appended_to_only_with_events():
 
 def test_a_rebuild_replaces_silver_and_gold_and_appends_nothing():
     plan = plan_writes(EVERY, rebuild=True)
-    assert {w.how for w in plan.writes} == {How.OVERWRITE}
+    assert {w.how for w in plan.writes if w.table != "as_of"} == {How.OVERWRITE}
     assert set(plan.tables) == {"silver_messages", "silver_workflow_events", "silver_deployments", "key_groups",
                                 *GOLD_TABLES, "as_of"}
+    assert Write("as_of", How.RECORD) in plan.writes
 
 
 def test_a_table_the_run_appends_nothing_to_is_not_written():

@@ -11,7 +11,7 @@ from deltalake import QueryBuilder
 
 from correlake.config import DELIVERY_COMPACT_FILES
 from correlake.contract import schemas
-from correlake.lake.deltars import append, table as _table
+from correlake.lake.deltars import arrow_schema as _arrow_schema, table as _table, write
 
 # The outbox's columns a pass needs for every event (never `payload`: read for the sent ones only)
 OUTBOX_KEYS = ("event_id", "tenant_id", "correlation_key", "message_key", "sequence")
@@ -21,11 +21,8 @@ OUTBOX_BODY = ("event_id", "kind", "partition", "payload")
 @cache
 def arrow_schema(name: str) -> pa.Schema:
     """A delivery table's schema as Arrow (times: microseconds, UTC)."""
-    from pyspark.sql.pandas.types import to_arrow_schema  # no JVM: the type mapping only
-
-    struct = {"outbox": schemas.OUTBOX, "delivery_state": schemas.DELIVERY_STATE,
-              "delivery_attempts": schemas.DELIVERY_ATTEMPT}[name]
-    return to_arrow_schema(struct, timezone="UTC")
+    return _arrow_schema({"outbox": schemas.OUTBOX, "delivery_state": schemas.DELIVERY_STATE,
+                          "delivery_attempts": schemas.DELIVERY_ATTEMPT}[name])
 
 
 class Outbox:
@@ -103,7 +100,7 @@ def _rows(name: str, rows: list[dict]) -> pa.Table:
 def append_state(lake: str, rows: list[dict]) -> None:
     """Add rows of events not in `delivery/state` yet (no MERGE: they are new)."""
     if rows:
-        append(lake, "delivery_state", _rows("delivery_state", rows))
+        write(lake, "delivery_state", _rows("delivery_state", rows))
 
 
 def merge_state(lake: str, rows: list[dict]) -> None:
@@ -120,7 +117,7 @@ def merge_state(lake: str, rows: list[dict]) -> None:
 
 def append_attempts(lake: str, rows: list[dict]) -> None:
     if rows:
-        append(lake, "delivery_attempts", _rows("delivery_attempts", rows))
+        write(lake, "delivery_attempts", _rows("delivery_attempts", rows))
 
 
 def compact(lake: str) -> list[str]:

@@ -8,20 +8,18 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from correlake.config import table_path
-from correlake.contract.schemas import AS_OF, as_timestamps, with_millis
-from correlake.lake import meta, tables
+from correlake.contract.schemas import AS_OF
+from correlake.lake import deltars, meta, tables
 from correlake.lake.journal import journalled
 from correlake.lake.sqlfiles import delta_table, fill, instant, message_status
 
 
-def row(spark: SparkSession, as_of: int | None, run_id: str) -> DataFrame:
-    """gold/as_of's one row: `as_of` (epoch millis; None while the lake has no record), set by `run_id`."""
-    return as_timestamps(spark.createDataFrame([(as_of, run_id)], with_millis(AS_OF)), AS_OF)
-
-
-def record(spark: SparkSession, lake: str, as_of: int | None, run_id: str) -> None:
-    """Replace gold/as_of's row (the caller journals the write)."""
-    tables.overwrite(row(spark, as_of, run_id), lake, "as_of", run_id)
+def record(lake: str, as_of: int | None, run_id: str) -> None:
+    """Make gold/as_of's one row `as_of` (epoch millis; None while the lake has no record),
+    set by `run_id`; created if the lake has no gold/as_of yet. Through delta-rs: a commit
+    of one small file, where Spark's overwrite first computes the table's state (5 Spark
+    jobs, 2–4 s). The caller journals the write."""
+    deltars.write(lake, "as_of", deltars.from_rows(AS_OF, [(as_of, run_id)]), mode="overwrite", run_id=run_id)
 
 
 def value(frame: DataFrame | None) -> int | None:
@@ -75,6 +73,6 @@ def migrate(spark: SparkSession, lake: str, run_id: str) -> bool:
         return False
     messages = spark.read.format("delta").load(table_path(lake, "messages"))
     with journalled(spark, lake, run_id):
-        record(spark, lake, value(messages), run_id)
+        record(lake, value(messages), run_id)
         tables.overwrite(messages.drop("as_of"), lake, "messages", run_id, new_schema=True)
     return True

@@ -4,7 +4,8 @@ or object storage (`objectstore.storage_options`)."""
 from __future__ import annotations
 
 import pyarrow as pa
-from deltalake import DeltaTable, write_deltalake
+from deltalake import CommitProperties, DeltaTable, write_deltalake
+from pyspark.sql.types import StructType
 
 from correlake.config import is_uri, table_path
 from correlake.lake import objectstore
@@ -22,6 +23,25 @@ def table(lake: str, name: str, version: int | None = None) -> DeltaTable | None
     return DeltaTable(path, version=version, storage_options=options)
 
 
-def append(lake: str, name: str, rows: pa.Table) -> None:
-    """Append `rows` to the lake's table `name` (created if need be)."""
-    write_deltalake(table_path(lake, name), rows, mode="append", storage_options=_options(lake))
+def arrow_schema(struct: StructType) -> pa.Schema:
+    """A table schema as Arrow (times: microseconds, UTC), as Spark writes it."""
+    from pyspark.sql.pandas.types import to_arrow_schema  # no JVM: the type mapping only
+    return to_arrow_schema(struct, timezone="UTC")
+
+
+def from_rows(struct: StructType, rows: list[tuple]) -> pa.Table:
+    """`rows` (times in epoch millis) as an Arrow table of schema `struct`."""
+    schema = arrow_schema(struct)
+    columns = list(zip(*rows)) or [()] * len(schema)
+    return pa.table([pa.array(column, pa.timestamp("ms", "UTC") if pa.types.is_timestamp(field.type)
+                              else field.type).cast(field.type)
+                     for column, field in zip(columns, schema)], schema=schema)
+
+
+def write(lake: str, name: str, rows: pa.Table, mode: str = "append", run_id: str | None = None) -> None:
+    """Append `rows` to the lake's table `name` or replace its rows with them (`mode`),
+    creating it if need be; a run's commit carries its id, as the run's Spark commits do
+    (`userMetadata`)."""
+    properties = CommitProperties(custom_metadata={"userMetadata": run_id}) if run_id else None
+    write_deltalake(table_path(lake, name), rows, mode=mode, storage_options=_options(lake),
+                    commit_properties=properties)

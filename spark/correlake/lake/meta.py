@@ -7,11 +7,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
-from pyspark.sql import SparkSession
-
-from correlake.contract.schemas import RUNS, as_timestamps, with_millis
-from correlake.lake import tables
-from correlake.lake.deltars import table as _table
+from correlake.contract.schemas import RUNS
+from correlake.lake.deltars import from_rows, table as _table, write
 
 
 def _columns(table: DeltaTable, *columns: str) -> pa.Table:
@@ -51,7 +48,7 @@ def last_event_time(lake: str) -> int | None:
     return latest(lake, "runs", "max_event_time")
 
 
-def record_run(spark: SparkSession, lake: str, row: tuple) -> None:
-    """Append a run's row (`RunResult.runs_row`) to `_meta/runs`, tagged with its run id."""
-    frame = as_timestamps(spark.createDataFrame([row], with_millis(RUNS)), RUNS)
-    tables.append(frame, lake, "runs", row[0])
+def record_run(lake: str, row: tuple) -> None:
+    """Append a run's row (`RunResult.runs_row`) to `_meta/runs`, tagged with its run id
+    (through delta-rs: no Spark job at the end of a run's write)."""
+    write(lake, "runs", from_rows(RUNS, [row]), run_id=row[0])

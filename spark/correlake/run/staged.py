@@ -137,7 +137,7 @@ class StagedRun:
 
     def _write(self) -> None:
         writes.apply(self._write_plan(), self)
-        meta.record_run(self.spark, self.lake_dir, self.result.runs_row())
+        meta.record_run(self.lake_dir, self.result.runs_row())
 
     def discard(self) -> None:
         self.store.clear()
@@ -157,10 +157,10 @@ def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult
         with journalled(spark, lake_dir, result.run_id):
             events = fallen_due(spark, lake_dir, result.run_id, target, before)
             result.statuses_changed = lake_as_of.refresh(spark, lake_dir, before, target)
-            lake_as_of.record(spark, lake_dir, target, result.run_id)
+            lake_as_of.record(lake_dir, target, result.run_id)
             result.outbox_events = 0 if events is None else events.count()
             if result.outbox_events:
                 tables.append(events, lake_dir, "outbox", result.run_id)
-            meta.record_run(spark, lake_dir, result.runs_row())
+            meta.record_run(lake_dir, result.runs_row())
         history_keys.carry(lake_dir, published, result.run_id)
     return result

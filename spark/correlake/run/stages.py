@@ -15,7 +15,6 @@ from pyspark.sql import functions as F
 
 from correlake.config import GOLD_TABLES, STAGE_NAMES, STREAMS
 from correlake.contract.schemas import INGESTED_FILE, SCOPE, struct
-from correlake.lake import as_of
 from correlake.quality import gates
 from correlake.quality.gates import GateFailed
 from correlake.run import history_keys
@@ -109,7 +108,6 @@ def _gold(run: StagedRun) -> None:
     tables = gold.gold_tables(engine_out, run.frame("silver_messages"), run.result.as_of)
     for name in GOLD_TABLES:
         run.store.put(name, tables[name])
-    run.store.put("as_of", as_of.row(run.spark, run.result.as_of, run.run_id), narrow=True)
     run.result.correlations = run.frame("correlations").count()
     _outbox(run)
 

@@ -8,7 +8,7 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 from correlake.config import GOLD_TABLES, STREAMS, table_path
-from correlake.contract.schemas import AS_OF, GOLD, GOLD_KEYS, KEY_GROUPS, OUTBOX, SCOPE
+from correlake.contract.schemas import GOLD, GOLD_KEYS, KEY_GROUPS, OUTBOX, SCOPE
 from correlake.lake import as_of, tables
 from correlake.lake.restate import restate
 from correlake.session import run_concurrently
@@ -25,6 +25,7 @@ class How(Enum):
     OVERWRITE = "overwrite"  # the run's rows replace the table's
     APPEND = "append"        # the run's new rows added
     REFRESH = "refresh"      # gold/messages: MERGE, also of the other rows whose status crosses from the old as_of to the new
+    RECORD = "record"        # gold/as_of: its one row replaced (`lake/as_of.py`), created if need be
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,8 @@ class WritePlan:
         return [w.table for w in self.writes]
 
 
-# What a rebuild replaces: every silver and gold table.
-REBUILT = ("silver_messages", "silver_workflow_events", "silver_deployments", "key_groups", *GOLD_TABLES, "as_of")
+# What a rebuild replaces: every silver and gold table (gold/as_of: its row recorded).
+REBUILT = ("silver_messages", "silver_workflow_events", "silver_deployments", "key_groups", *GOLD_TABLES)
 MERGE_KEYS = {**GOLD_KEYS, "silver_messages": ["message_key"], "key_groups": SCOPE}
 APPENDED = ("quarantine", "ingested_files", "silver_workflow_events", *(f"bronze_{s}" for s in STREAMS))
 
@@ -61,7 +62,8 @@ def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: in
     gives none: no empty commit). Either way the run's `outbox_events` are appended to the outbox
     (created if the lake has none)."""
     if rebuild:
-        return WritePlan(tuple(Write(name, How.OVERWRITE) for name in REBUILT) + _outbox(versions, outbox_events))
+        return WritePlan(tuple(Write(name, How.OVERWRITE) for name in REBUILT) + (Write("as_of", How.RECORD),)
+                         + _outbox(versions, outbox_events))
 
     def restated(name: str) -> Write:
         return (Write(name, How.CREATE) if versions[name] < 0
@@ -72,7 +74,7 @@ def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: in
     writes.append(Write("messages", How.REFRESH, tuple(MERGE_KEYS["messages"]), as_of_before) if refresh
                   else restated("messages"))
     if versions["as_of"] < 0 or as_of_moved:
-        writes.append(Write("as_of", How.CREATE if versions["as_of"] < 0 else How.OVERWRITE))
+        writes.append(Write("as_of", How.RECORD))
     writes.append(restated("silver_messages"))
     if versions["key_groups"] < 0 or key_groups_changed:
         writes.append(restated("key_groups"))
@@ -92,7 +94,7 @@ def _outbox(versions: dict[str, int], events: int) -> tuple[Write, ...]:
 
 
 # of the tables a run restates or creates
-SCHEMAS = {**GOLD, "as_of": AS_OF, "silver_messages": SILVER_MESSAGE, "key_groups": KEY_GROUPS, "outbox": OUTBOX}
+SCHEMAS = {**GOLD, "silver_messages": SILVER_MESSAGE, "key_groups": KEY_GROUPS, "outbox": OUTBOX}
 
 
 def apply(plan: WritePlan, run: StagedRun) -> None:
@@ -104,6 +106,8 @@ def apply(plan: WritePlan, run: StagedRun) -> None:
 
 def _write(run: StagedRun, write: Write, touched) -> None:
     spark, lake, name, run_id = run.spark, run.lake_dir, write.table, run.run_id
+    if write.how is How.RECORD:
+        return as_of.record(lake, run.result.as_of, run_id)
     if write.how is How.APPEND:
         return tables.append(run.frame(name), lake, name, run_id)
     if write.how is How.OVERWRITE:
