@@ -13,7 +13,7 @@ from correlake.run.store import Plan
 from correlake.run.writes import How, Write, plan_writes
 
 EVERY = {name: 3 for name in TABLES}
-APPENDS = [Write(name, How.APPEND) for name in ("quarantine", "ingested_files", "silver_workflow_events",
+APPENDS = [Write(name, How.APPEND) for name in ("quarantine", "silver_workflow_events",
                                                  "bronze_messages", "bronze_workflow_events")]
 
 
@@ -29,6 +29,7 @@ def test_an_increment_merges_first_then_appends():
         Write("message_started_instances", How.MERGE, plan.writes[2].keys),
         Write("messages", How.MERGE, plan.writes[3].keys),
         Write("silver_messages", How.MERGE, ("message_key",)),
+        Write("ingested_files", How.RECORD),
         *APPENDS)
     assert all(w.keys for w in plan.writes[:5])
 
@@ -69,7 +70,8 @@ def test_a_rebuild_replaces_silver_and_gold_and_appends_nothing():
 def test_a_table_the_run_appends_nothing_to_is_not_written():
     plan = plan_writes(EVERY, appended_rows={"quarantine": 0, "bronze_messages": 3, "bronze_workflow_events": 0,
                                              "silver_workflow_events": 0})
-    assert [w.table for w in plan.writes if w.how is How.APPEND] == ["ingested_files", "bronze_messages"]
+    assert [w.table for w in plan.writes if w.how is How.APPEND] == ["bronze_messages"]
+    assert Write("ingested_files", How.RECORD) in plan.writes  # the files read, whatever their lines
     first = plan_writes({**EVERY, "quarantine": -1}, appended_rows={"quarantine": 0})
     assert Write("quarantine", How.APPEND) in first.writes  # created, empty: a lake has every table
 

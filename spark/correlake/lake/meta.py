@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
-from correlake.contract.schemas import RUNS
+from correlake.contract.schemas import INGESTED_FILES, RUNS
 from correlake.lake.deltars import from_rows, table as _table, write
 
 
@@ -46,6 +46,13 @@ def records_read(lake: str) -> int:
 def last_event_time(lake: str) -> int | None:
     """The max event time seen by the lake's runs so far (epoch millis)."""
     return latest(lake, "runs", "max_event_time")
+
+
+def record_ingested(lake: str, rows: list[tuple], run_id: str) -> None:
+    """Append the rows of the files a run ingested to `_meta/ingested_files` (through delta-rs;
+    none: no empty commit, but the table is created, as a lake has every table)."""
+    if rows or _table(lake, "ingested_files") is None:
+        write(lake, "ingested_files", from_rows(INGESTED_FILES, rows), run_id=run_id)
 
 
 def record_run(lake: str, row: tuple) -> None:

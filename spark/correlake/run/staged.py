@@ -90,6 +90,12 @@ class StagedRun:
             return None
         return self.spark.read.format("delta").option("versionAsOf", version).load(table_path(self.lake_dir, name))
 
+    def ingested_files(self) -> list[tuple]:
+        """The run's rows of `_meta/ingested_files` (times in epoch millis): the files it read."""
+        result = self.result
+        return [(f.stream, f.path, f.size, f.modified_at, result.lines.get(f.path, 0), result.ingested_at, self.run_id)
+                for f in self.plan.files if f.path not in result.not_read]
+
     @cached_property
     def as_of_before(self) -> int | None:
         """gold/as_of's instant in the run's snapshot of the lake (None: the lake has none yet)."""

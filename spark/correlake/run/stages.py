@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from correlake.config import GOLD_TABLES, STAGE_NAMES, STREAMS
-from correlake.contract.schemas import INGESTED_FILE, SCOPE, struct
+from correlake.contract.schemas import SCOPE
 from correlake.quality import gates
 from correlake.quality.gates import GateFailed
 from correlake.run import history_keys
@@ -35,8 +35,9 @@ class Stage:
 def _bronze(run: StagedRun) -> None:
     """The new landing lines parsed, classified (replays, conflicts) and counted."""
     spark, result = run.spark, run.result
-    # one ingestion time, however often the frames below are computed
-    meta = {"_ingested_at": F.timestamp_millis(F.lit(int(time.time() * 1000))), "_run_id": F.lit(run.run_id)}
+    # one ingestion time, however often the frames below are computed (and the files' rows: `_meta/ingested_files`)
+    result.ingested_at = int(time.time() * 1000)
+    meta = {"_ingested_at": F.timestamp_millis(F.lit(result.ingested_at)), "_run_id": F.lit(run.run_id)}
     history = {s: b for s in STREAMS if (b := run.history(f"bronze_{s}")) is not None}
     parsed = bronze.parse_landing(spark, run.plan.files)
     if history:
@@ -49,10 +50,6 @@ def _bronze(run: StagedRun) -> None:
     for s in STREAMS:
         run.store.put(f"bronze_{s}", bronze.bronze_records(classified, s).withColumns(meta), narrow=True)
     run.store.put("quarantine", bronze.quarantine_records(classified).withColumns(meta), narrow=True)
-    run.store.put("ingested_files", spark.createDataFrame(
-        [(f.stream, f.path, f.size, f.modified_at, result.lines.get(f.path, 0)) for f in run.plan.files
-         if f.path not in result.not_read],
-        struct(*INGESTED_FILE)).withColumns(meta))
 
 
 def _bronze_gate(run: StagedRun) -> dict[str, DataFrame]:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from correlake.config import GOLD_TABLES, STREAMS, table_path
 from correlake.contract.schemas import GOLD, GOLD_KEYS, KEY_GROUPS, OUTBOX, SCOPE
-from correlake.lake import as_of, tables
+from correlake.lake import as_of, meta, tables
 from correlake.lake.restate import restate
 from correlake.session import run_concurrently
 from correlake.transforms.hints import broadcast_if_small
@@ -24,8 +24,8 @@ class How(Enum):
     CREATE = "create"        # a table the lake does not have yet: the run's rows
     OVERWRITE = "overwrite"  # the run's rows replace the table's
     APPEND = "append"        # the run's new rows added
-    REFRESH = "refresh"      # gold/messages: MERGE, also of the other rows whose status crosses from the old as_of to the new
-    RECORD = "record"        # gold/as_of: its one row replaced (`lake/as_of.py`), created if need be
+    REFRESH = "refresh"      # gold/messages: MERGE, also of the other rows whose status crosses
+    RECORD = "record"        # rows the run holds in Python, one delta-rs commit: gold/as_of's, the files read
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,7 @@ class WritePlan:
 # What a rebuild replaces: every silver and gold table (gold/as_of: its row recorded).
 REBUILT = ("silver_messages", "silver_workflow_events", "silver_deployments", "key_groups", *GOLD_TABLES)
 MERGE_KEYS = {**GOLD_KEYS, "silver_messages": ["message_key"], "key_groups": SCOPE}
-APPENDED = ("quarantine", "ingested_files", "silver_workflow_events", *(f"bronze_{s}" for s in STREAMS))
+APPENDED = ("quarantine", "silver_workflow_events", *(f"bronze_{s}" for s in STREAMS))
 
 
 def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: int = 0,
@@ -58,8 +58,8 @@ def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: in
     A rebuild replaces silver and gold. Otherwise, the MERGEs first (they take longest):
     if `as_of_moved` (from `as_of_before`), gold/as_of's row replaced and the statuses that
     cross refreshed; key groups only if they changed; deployments replaced if the run
-    brought some; the new records appended (not to an existing table `appended_rows`
-    gives none: no empty commit). Either way the run's `outbox_events` are appended to the outbox
+    brought some; the files read recorded and the new records appended (not to an existing
+    table `appended_rows` gives none: no empty commit). Either way the run's `outbox_events` are appended to the outbox
     (created if the lake has none)."""
     if rebuild:
         return WritePlan(tuple(Write(name, How.OVERWRITE) for name in REBUILT) + (Write("as_of", How.RECORD),)
@@ -80,6 +80,7 @@ def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: in
         writes.append(restated("key_groups"))
     if deployments or versions["silver_deployments"] < 0:  # a lake has every table
         writes.append(Write("silver_deployments", How.OVERWRITE))
+    writes.append(Write("ingested_files", How.RECORD))
     writes += [Write(name, How.APPEND) for name in APPENDED
                if versions[name] < 0 or (appended_rows or {}).get(name, 1)]  # a lake has every table
     return WritePlan(tuple(writes) + _outbox(versions, outbox_events))
@@ -107,7 +108,8 @@ def apply(plan: WritePlan, run: StagedRun) -> None:
 def _write(run: StagedRun, write: Write, touched) -> None:
     spark, lake, name, run_id = run.spark, run.lake_dir, write.table, run.run_id
     if write.how is How.RECORD:
-        return as_of.record(lake, run.result.as_of, run_id)
+        return (as_of.record(lake, run.result.as_of, run_id) if name == "as_of"
+                else meta.record_ingested(lake, run.ingested_files(), run_id))
     if write.how is How.APPEND:
         return tables.append(run.frame(name), lake, name, run_id)
     if write.how is How.OVERWRITE:
