@@ -7,6 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
+
 from correlake.contract.schemas import INGESTED_FILES, RUNS
 from correlake.lake.deltars import from_rows, table as _table, write
 
