@@ -59,8 +59,8 @@ def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: in
     if `as_of_moved` (from `as_of_before`), gold/as_of's row replaced and the statuses that
     cross refreshed; key groups only if they changed; deployments replaced if the run
     brought some; the files read recorded and the new records appended (not to an existing
-    table `appended_rows` gives none: no empty commit). Either way the run's `outbox_events` are appended to the outbox
-    (created if the lake has none)."""
+    table `appended_rows` gives none: no empty commit). Either way the run's
+    `outbox_events` are appended to the outbox (created if the lake has none)."""
     if rebuild:
         return WritePlan(tuple(Write(name, How.OVERWRITE) for name in REBUILT) + (Write("as_of", How.RECORD),)
                          + _outbox(versions, outbox_events))
