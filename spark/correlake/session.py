@@ -85,6 +85,9 @@ def get_spark(settings: SparkSettings | None = None, dump_classes_to: Path | Non
         "spark.sql.maxPlanStringLength": "8192",  # long plans: explain strings cost minutes otherwise
         # A run compiles ~700 distinct classes; with Spark's 100 they are compiled again and again.
         "spark.sql.codegen.cache.maxEntries": "2000",
+        # Generated classes named without their stage's number, which varies from one run of
+        # the same query to the next: the cached class serves them all.
+        "spark.sql.codegen.useIdInClassName": "false",
         # The throughput collector: a run's checkpointed frames keep much of the heap live,
         # on which G1 would mark concurrently all the time, on one of few cores.
         # Its heap resized after a System.gc() too (`release`, `give_back_memory`), as after any full collection.

@@ -226,8 +226,9 @@ def test_correlake_errors_travel_back_as_themselves_others_with_their_traceback(
 
 def test_warm_up_runs_a_first_run_and_increments_and_leaves_nothing(spark):
     before = set(Path(tempfile.gettempdir()).glob("correlake-warm-up-*"))
-    seconds = driver.warm_up(spark, rounds=1, records=400)
-    assert len(seconds) == 2 and all(s > 0 for s in seconds)
+    asked = []
+    seconds = driver.warm_up(spark, rounds=3, records=400, until=lambda: asked.append(1) or len(asked) > 1)
+    assert len(seconds) == 2 and all(s > 0 for s in seconds)  # the first run, one increment, then a call came
     assert set(Path(tempfile.gettempdir()).glob("correlake-warm-up-*")) == before
 
 
@@ -292,13 +293,14 @@ def test_a_kept_driver_is_one_per_set_up_warms_up_once_idle_gives_back_memory_an
     version, warmed = ["v1"], []
     monkeypatch.setattr(kept_driver, "code_version", lambda: version[0])
     monkeypatch.setattr(driver, "WARM_UP_AFTER_SECONDS", 0.05)
-    monkeypatch.setattr(driver, "warm_up", lambda spark, rounds, records: warmed.append((rounds, records)) or [1.0])
+    monkeypatch.setattr(driver, "warm_up",
+                        lambda spark, rounds, records, until: warmed.append((rounds, records, until())) or [1.0])
     idle = driver._Idle(3600)
     assert idle.stop_reason() is None and not idle.warm_up_due()
     time.sleep(0.1)
     assert idle.warm_up_due()  # idle a while: it warms up, once
-    idle.warm_up(spark=None)
-    assert warmed == [(1, driver.WARM_UP_RECORDS)] and idle.stop_reason() is None
+    idle.warm_up(spark=None, called=lambda: True)
+    assert warmed == [(driver.WARM_UP_ROUNDS, driver.WARM_UP_RECORDS, True)] and idle.stop_reason() is None
     assert not idle.give_back_due()  # idle again from the warm-up's end
     time.sleep(0.1)
     assert not idle.warm_up_due() and idle.give_back_due()  # then its free heap given back, once an idle time

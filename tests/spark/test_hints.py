@@ -24,3 +24,12 @@ def test_small_frames_are_broadcast_and_large_ones_are_not(spark, monkeypatch):
         assert sorted(hinted.collect()) == sorted(plain.collect()) == [(k,) for k in range(0, 30, 3)]
     finally:
         spark.conf.set("spark.sql.autoBroadcastJoinThreshold", threshold)
+
+
+def test_a_frame_counted_again_for_its_hint_compiles_nothing(spark):
+    compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
+    frame = spark.range(50).selectExpr("id % 7 AS k").localCheckpoint()
+    assert hints.broadcast_if_small(frame) is hints.F.broadcast
+    before = compilations.getCount()
+    assert hints.broadcast_if_small(frame) is hints.F.broadcast  # as the next run counts its frames
+    assert compilations.getCount() == before

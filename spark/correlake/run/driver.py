@@ -44,7 +44,8 @@ from correlake.errors import first_line, published_before
 BACKLOG = 64  # callers waiting for the driver
 IDLE_CHECK_SECONDS = 30  # how often a kept driver looks whether it has been idle too long, or its code changed
 WARM_UP_AFTER_SECONDS = 60  # a kept driver idle this long warms up, once, then gives back memory (`_Idle`)
-WARM_UP_RECORDS = 20_000  # its warm-up: a first run of this many messages and as many events, then an increment
+WARM_UP_RECORDS = 20_000  # its warm-up: a first run of this many messages and as many events,
+WARM_UP_ROUNDS = 6  # then as many hourly increments (the JIT settles over several), fewer if a call comes
 WATCH_SECONDS = 0.05  # how often a call's watcher looks whether its caller hung up; a call ends this much later
 T = TypeVar("T")
 READY = "correlake driver: serving"  # the line `serve` prints once it takes calls
@@ -298,12 +299,12 @@ def _handshake(conn, authkey: bytes) -> tuple:
     return request
 
 
-def warm_up(spark, rounds: int, records: int = 50_000) -> list[float]:
+def warm_up(spark, rounds: int, records: int = 50_000, until: Callable[[], bool] = lambda: False) -> list[float]:
     """Compile and JIT the pipeline's code paths before the real runs: a first run of
     `records` messages and as many events, then `rounds` increments of 2 % on its lake,
     each in the hour after the one before (as hourly runs go: as_of moves, statuses
     cross, the key columns kept from the run before serve the next), in a temporary
-    folder. Returns each run's seconds."""
+    folder; no further increment once `until()` (a call waits). Returns each run's seconds."""
     from correlake.run import history_keys, pipeline
     from correlake.samples.workload import BASE_MS, HOUR_MS, generate
 
@@ -316,6 +317,8 @@ def warm_up(spark, rounds: int, records: int = 50_000) -> list[float]:
                 generate(root / f"landing{hour}", records // 50, records // 50, "uniform", seed=1 + hour,
                          first_position=10 ** 9 * hour, start_ms=BASE_MS + HOUR_MS * hour)
             for hour in range(rounds + 1):
+                if hour and until():
+                    break
                 start = time.perf_counter()
                 pipeline.run(spark, str(root / f"landing{hour}"), str(root / "lake"), max_quarantine_ratio=1.0)
                 seconds.append(round(time.perf_counter() - start, 1))
@@ -397,10 +400,12 @@ class _Idle:
     def warm_up_due(self) -> bool:
         return not self.warmed and time.monotonic() - self.last >= WARM_UP_AFTER_SECONDS
 
-    def warm_up(self, spark) -> None:
+    def warm_up(self, spark, called: Callable[[], bool]) -> None:
+        """The warm-up, cut short once `called()` (a caller waits)."""
         self.warmed = True
         try:
-            print(f"correlake driver: idle, warmed up (runs of {warm_up(spark, 1, WARM_UP_RECORDS)} s)", flush=True)
+            seconds = warm_up(spark, WARM_UP_ROUNDS, WARM_UP_RECORDS, called)
+            print(f"correlake driver: idle, warmed up (runs of {seconds} s)", flush=True)
         except Exception as exc:  # a driver that cannot warm up still serves
             _failed("the warm-up", exc)
         self.served()  # its idle time starts again
@@ -447,7 +452,7 @@ def serve(address: Path, warm_up_rounds: int, idle_seconds: float = 0) -> None:
                     print(f"correlake driver: {reason}; it stops", flush=True)
                     return
                 if idle.warm_up_due():
-                    idle.warm_up(spark)
+                    idle.warm_up(spark, lambda: bool(select.select([listener], [], [], 0)[0]))
                 elif idle.give_back_due():
                     idle.give_back(spark)
                 continue

@@ -11,10 +11,11 @@ from correlake.config import BROADCAST_ROWS
 def broadcast_if_small(*frames: DataFrame):
     """`F.broadcast` if every frame has at most `BROADCAST_ROWS` rows, else the identity.
 
-    The frames are counted: give checkpointed frames or narrow ones over them. A hint
-    changes plans, never results.
+    The frames are counted whole: give checkpointed frames or narrow ones over them. (Not
+    with a LIMIT: Spark names a LIMIT's counter anew in each query, so its generated class
+    would be compiled again in every run.) A hint changes plans, never results.
     """
-    return hint_for(max(df.limit(BROADCAST_ROWS + 1).count() for df in frames))
+    return hint_for(max(df.count() for df in frames))
 
 
 def hint_for(rows: int):
