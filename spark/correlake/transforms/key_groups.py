@@ -72,10 +72,11 @@ def _components(edges: DataFrame, on_driver_max: int = COMPONENTS_ON_DRIVER) -> 
             new = _from_neighbours(edges, parent).localCheckpoint()
         else:
             new = _without_estimate(_fastsv(edges, parent))
-        changed = (new.join(parent.withColumnRenamed("parent", "old"), ["tenant_id", "node"])
-                   .where(F.col("parent") != F.col("old")).limit(1).count())
+        # isEmpty, not a LIMIT's count: Spark would compile that query's class anew in each round
+        unchanged = (new.join(parent.withColumnRenamed("parent", "old"), ["tenant_id", "node"])
+                     .where(F.col("parent") != F.col("old")).isEmpty())
         parent = new
-        if not changed:
+        if unchanged:
             return parent.withColumnRenamed("parent", "root")
     raise RuntimeError("key groups did not converge")
 
