@@ -53,6 +53,11 @@ def opened(position: int, key: str, at: int) -> dict:
             "element_type": "RECEIVE_TASK", "message_name": "m", "correlation_key": key}
 
 
+def compilations(spark) -> int:
+    """How many generated classes Spark's JVM has compiled so far (its codegen cache's misses)."""
+    return spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME().getCount()
+
+
 def versions(lake_dir: str) -> dict[str, int]:
     """Every lake table's latest Delta version (-1: no table)."""
     return {name: lake.version(table_path(lake_dir, name)) for name in TABLES}

@@ -3,6 +3,8 @@ and the answer is the same either way."""
 
 from __future__ import annotations
 
+from helpers import compilations
+
 from correlake.transforms import hints
 
 
@@ -27,9 +29,8 @@ def test_small_frames_are_broadcast_and_large_ones_are_not(spark, monkeypatch):
 
 
 def test_a_frame_counted_again_for_its_hint_compiles_nothing(spark):
-    compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
     frame = spark.range(50).selectExpr("id % 7 AS k").localCheckpoint()
     assert hints.broadcast_if_small(frame) is hints.F.broadcast
-    before = compilations.getCount()
+    before = compilations(spark)
     assert hints.broadcast_if_small(frame) is hints.F.broadcast  # as the next run counts its frames
-    assert compilations.getCount() == before
+    assert compilations(spark) == before

@@ -19,7 +19,7 @@ import pytest
 from py4j import java_gateway
 from pyspark.sql import functions as F
 
-from helpers import listening_addresses
+from helpers import compilations, listening_addresses
 
 from correlake import class_archive
 from correlake.config import INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY, ConfigError, SparkSettings, validate
@@ -173,13 +173,12 @@ def test_memory_store_checkpoints_frames_and_keeps_narrow_ones_as_views(spark):
 
 
 def test_compiled_queries_stay_cached_beyond_sparks_default_100(spark):
-    compilations = spark.sparkContext._jvm.org.apache.spark.metrics.source.CodegenMetrics.METRIC_COMPILATION_TIME()
     queries = [spark.range(3).selectExpr(f"id * {i + 7} AS x") for i in range(120)]  # 120 distinct classes
     for query in queries:
         query.collect()
-    before = compilations.getCount()
+    before = compilations(spark)
     assert [r.x for r in queries[0].collect()] == [0, 7, 14]
-    assert compilations.getCount() == before
+    assert compilations(spark) == before
 
 
 def test_small_runs_evaluate_their_row_projections_and_others_compile_them(spark):
