@@ -55,7 +55,7 @@ set -m  # the driver and Airflow in process groups of their own, each stopped as
 driver=""
 if [ "${CORRELAKE_DRIVER:-}" = none ]; then
   unset CORRELAKE_DRIVER
-  export CORRELAKE_KEEP_DRIVER=0  # nor a kept one (spark/correlake/run/kept_driver.py)
+  export CORRELAKE_KEEP_DRIVER=0  # nor a kept one (spark/correlake/driver/kept.py)
 else
   export CORRELAKE_DRIVER="${CORRELAKE_DRIVER:-$root/.local/driver.sock}"
   : >"$AIRFLOW_HOME/driver.log"

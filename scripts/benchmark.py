@@ -56,7 +56,7 @@ def floor_seconds(spark, landing: Path, target: Path) -> float:
 def cold_floor_seconds(landing: Path, target: Path) -> float:
     """`floor_seconds` in a fresh process: a cold JVM, as the first run meets it."""
     code = ("import sys; from pathlib import Path; from benchmark import floor_seconds; "
-            "from correlake.session import get_spark; "
+            "from correlake.runtime.session import get_spark; "
             "print(floor_seconds(get_spark(), Path(sys.argv[1]), Path(sys.argv[2])))")
     done = subprocess.run([sys.executable, "-c", code, str(landing), str(target)], cwd=Path(__file__).parent,
                           capture_output=True, text=True, check=True)
@@ -88,7 +88,7 @@ def jvm_peak_rss_mb(spark) -> int:
 def served_driver(out: Path, report: dict):
     """A `correlake serve` (default warm-up) for the increments; its socket. Records its
     warm-up and, at the end, the peak RSS of its JVM and of its Python process."""
-    from correlake.run.driver import jvm_pid, spawn
+    from correlake.driver.launch import jvm_pid, spawn
 
     socket, log = out / "driver.sock", out / "driver.log"
     start = time.perf_counter()
@@ -179,7 +179,7 @@ def main() -> None:
 
     from correlake.run import pipeline
     from correlake.samples.workload import BASE_MS, HOUR_MS, generate
-    from correlake.session import get_spark
+    from correlake.runtime.session import get_spark
 
     out = Path(args.out).resolve()  # the cold floor runs in scripts/
     shutil.rmtree(out, ignore_errors=True)

@@ -45,7 +45,7 @@ def session_conf(spark, conf: dict):
 
 def measure(spark, lake: Path) -> dict:
     """Per table: active files, files on disk, log files, files a VACUUM would delete now."""
-    from correlake.lake.maintenance import maintain
+    from correlake.run.maintenance import maintain
 
     return {t.table: {"active": t.files[0], "on_disk": t.on_disk[0], "log": t.log_files[0],
                       "bytes": t.bytes[0], "vacuumable": t.vacuumed}
@@ -131,8 +131,8 @@ def main() -> None:
 
     from correlake.run import pipeline
     from correlake.config import SparkSettings
-    from correlake.lake.maintenance import maintain
-    from correlake.session import get_spark
+    from correlake.run.maintenance import maintain
+    from correlake.runtime.session import get_spark
     from correlake.samples.workload import BASE_MS, HOUR_MS, generate
 
     out = Path(args.out)

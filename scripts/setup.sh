@@ -65,5 +65,5 @@ fetch_jars tools/delta-jars/pom.xml jars "Delta JARs"
 [ "$s3" = 0 ] || fetch_jars tools/s3-jars/pom.xml jars-s3 "S3 JARs (hadoop-aws, AWS SDK)"
 
 # The driver JVM's class archive for this Java and these JARs, unless made already
-# (spark/correlake/class_archive.py): each JVM then starts some 2.5 s sooner.
-.venv/bin/python -m correlake.class_archive
+# (spark/correlake/runtime/class_archive.py): each JVM then starts some 2.5 s sooner.
+.venv/bin/python -m correlake.driver.archive

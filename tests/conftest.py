@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("CORRELAKE_SHUFFLE_PARTITIONS", "2")
-# No driver kept behind by the tests' runs (run/kept_driver.py): they run in their own
+# No driver kept behind by the tests' runs (driver/kept.py): they run in their own
 # process or on the session's driver (`served`); test_driver.py starts a kept one itself.
 os.environ["CORRELAKE_KEEP_DRIVER"] = "0"
 # Object storage is the test session's S3 server only (the `s3` fixture), with its test
@@ -31,7 +31,7 @@ def allowed_root(tmp_path_factory):
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession of the test session (Delta from the local JARs)."""
-    from correlake.session import get_spark
+    from correlake.runtime.session import get_spark
 
     session = get_spark()
     yield session
@@ -251,7 +251,8 @@ def s3_spark(spark, s3):
     """The test session's SparkSession, its `s3a://` on the `s3` server (session.use_object_store:
     the session may have started before the server)."""
     from correlake.config import SparkSettings
-    from correlake.session import s3_jars, use_object_store
+    from correlake.runtime.jars import s3_jars
+    from correlake.runtime.session import use_object_store
 
     if not s3_jars(SparkSettings()):
         pytest.skip("the JARs of s3a:// are not fetched (make setup-s3)")

@@ -14,7 +14,7 @@ import sys
 
 from correlake.run import pipeline, writes
 from correlake.transforms import bronze, scope
-from correlake.session import get_spark
+from correlake.runtime.session import get_spark
 
 
 def die(*_, **__):

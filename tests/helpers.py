@@ -14,7 +14,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from correlake.run import driver
+from correlake.driver import launch
 from correlake.lake import tables as lake
 from correlake.config import GOLD_TABLES, TABLES, table_path
 from correlake.contract.parsing import parse_line
@@ -195,7 +195,7 @@ def free_port() -> int:
 def start_driver(root: Path) -> tuple[subprocess.Popen, Path, Path]:
     """A `correlake serve` process (no warm-up, 1 GB heap), once it serves: (process, socket, log file)."""
     address, log = root / "driver.sock", root / "driver.log"
-    process = driver.spawn(address, log, warm_up_rounds=0, env={**os.environ, "CORRELAKE_DRIVER_MEMORY": "1g"},
+    process = launch.spawn(address, log, warm_up_rounds=0, env={**os.environ, "CORRELAKE_DRIVER_MEMORY": "1g"},
                            timeout=180)
     return process, address, log
 

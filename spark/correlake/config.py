@@ -17,7 +17,7 @@ Environment variables:
   CORRELAKE_DRIVER          socket of a long-lived driver (`correlake serve`) to run on
   CORRELAKE_KEEP_DRIVER     without CORRELAKE_DRIVER: seconds the driver a run starts and leaves
                             behind waits for the next run (default 7200; 0: each run in its own
-                            process; run/kept_driver.py)
+                            process; driver/kept.py)
   CORRELAKE_WEBHOOK_SECRET  the webhook sink's HMAC-SHA256 key (never printed nor logged)
   CORRELAKE_ALLOWED_ROOT    the folders (absolute, ':'-separated) the Airflow DAGs' landing and
                             lake (their Variables) must be in (default: CORRELAKE_HOME)
@@ -35,6 +35,8 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from correlake.errors import UsageError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_TTL_MS = 3_600_000
@@ -116,7 +118,7 @@ GOLD_TABLES = ("correlations", "messages", "subscriptions", "message_started_ins
 DELETION_VECTOR_TABLES = ("silver_messages", "key_groups")
 
 
-class ConfigError(ValueError):
+class ConfigError(UsageError, ValueError):
     """A setting that cannot be used (a usage or configuration error: exit 2)."""
 
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from cluster import private_env, python_without_correlake
-from correlake.run import driver
+from correlake.driver import launch
 from generators import SEED, START_EVENTS, combine, generate_cases, shuffled_chunks
 from helpers import assert_gold_equals, read_gold, sorted_gold, write_landing
 from reference_model import reference
@@ -38,7 +38,7 @@ def cluster_driver(spark_cluster, tmp_path_factory):
     env = {**private_env(root / "tmp"), "CORRELAKE_SPARK_MASTER": spark_cluster.url,
            "PYSPARK_PYTHON": str(python_without_correlake(root / "python")), "CORRELAKE_DRIVER_MEMORY": "1g"}
     socket, log = root / "driver.sock", root / "driver.log"
-    process = driver.spawn(socket, log, warm_up_rounds=0, env=env, timeout=180)
+    process = launch.spawn(socket, log, warm_up_rounds=0, env=env, timeout=180)
     try:
         [app] = [a["id"] for a in spark_cluster.state()["activeapps"] if a["name"] == "correlake"]
         yield socket, spark_cluster, app

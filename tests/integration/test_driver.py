@@ -1,4 +1,4 @@
-"""The long-lived driver (`correlake serve`, `driver.call`): runs and Airflow's stages on it
+"""The long-lived driver (`correlake serve`, `client.call`): runs and Airflow's stages on it
 give the gold of an in-process run; errors travel back as themselves; only key holders
 are served; a driver that is absent or gone is a clear fallback or error. The driver
 `served` is the test session's (conftest.py), which other modules' child processes use too."""
@@ -24,7 +24,8 @@ import pytest
 
 from correlake.config import SparkSettings, table_path, validation_results_dir
 from correlake.interfaces import cli
-from correlake.run import driver, pipeline
+from correlake.driver import client, idle as driver_idle, kept, launch, server, warm_up
+from correlake.run import pipeline
 from correlake.run.summary import findings
 from correlake.quality.gates import GateFailed
 from helpers import opened, publish, sorted_gold, start_driver, write_landing
@@ -115,7 +116,7 @@ def test_a_caller_gone_mid_call_stops_its_call_and_the_driver_serves_on(served, 
     assert "correlake driver: the caller of run went away; its call was stopped" in log.read_text()
     assert not (lake / "_state" / "lock").exists() and not (lake / "gold").exists()
     monkeypatch.setenv("CORRELAKE_DRIVER", str(socket))
-    driver.call(findings, local_lake)  # served on
+    client.call(findings, local_lake)  # served on
     assert log.read_text().rstrip().splitlines()[-1].startswith("correlake driver: findings done")
 
 
@@ -127,7 +128,7 @@ def test_a_silent_caller_does_not_stall_the_driver(served, landing_and_local_lak
     answers = []
     with unix_socket(AF_UNIX) as silent:
         silent.connect(str(socket_path))
-        caller = threading.Thread(target=lambda: answers.append(driver.call(findings, local_lake)), daemon=True)
+        caller = threading.Thread(target=lambda: answers.append(client.call(findings, local_lake)), daemon=True)
         caller.start()
         caller.join(timeout=120)
         assert not caller.is_alive() and answers[0].startswith("gold:")
@@ -148,7 +149,7 @@ def test_a_key_file_others_can_write_is_refused(landing_and_local_lake, tmp_path
 
 def test_a_driver_whose_jvm_died_fails_the_call_and_stops(landing_and_local_lake, tmp_path):
     process, socket, log = start_driver(tmp_path)
-    os.kill(driver.jvm_pid(process), signal.SIGKILL)  # as the kernel's OOM killer would
+    os.kill(launch.jvm_pid(process), signal.SIGKILL)  # as the kernel's OOM killer would
     landing, _ = landing_and_local_lake
     failed = _cli(socket, "run", "--landing", str(landing), "--lake", str(tmp_path / "lake"))
     assert failed.returncode != 0 and "the driver failed" in failed.stderr
@@ -166,7 +167,7 @@ def test_a_second_driver_on_the_same_socket_is_refused(served):
 
 def test_without_a_driver_the_call_runs_in_this_process(demo_lake, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("CORRELAKE_DRIVER", str(tmp_path / "nobody.sock"))
-    assert driver.call(findings, demo_lake).startswith("gold:\n  messages     CORRELATED")
+    assert client.call(findings, demo_lake).startswith("gold:\n  messages     CORRELATED")
     assert f"no driver serves {tmp_path / 'nobody.sock'}" in capsys.readouterr().err
 
 
@@ -197,8 +198,8 @@ def test_a_driver_gone_mid_call_or_with_another_key_is_a_clear_error(tmp_path, m
     thread = threading.Thread(target=lambda: _recording(failures, serve, listener))
     thread.start()
     monkeypatch.setenv("CORRELAKE_DRIVER", str(socket))
-    with pytest.raises(driver.DriverError, match=error):
-        driver.call(pipeline.run, "landing", "lake")
+    with pytest.raises(client.DriverError, match=error):
+        client.call(pipeline.run, "landing", "lake")
     thread.join()
     listener.close()
     assert failures == []
@@ -213,13 +214,13 @@ def _recording(failures: list, serve, listener: Listener) -> None:
 
 
 def test_correlake_errors_travel_back_as_themselves_others_with_their_traceback():
-    gate = pickle.loads(pickle.dumps(driver._portable(GateFailed("silver", "3 rows failed"))))
+    gate = pickle.loads(pickle.dumps(server.portable(GateFailed("silver", "3 rows failed"))))
     assert isinstance(gate, GateFailed) and (gate.gate, gate.report) == ("silver", "3 rows failed")
     try:
         raise MemoryError("java.lang.OutOfMemoryError: Java heap space")
     except MemoryError as exc:
-        other = pickle.loads(pickle.dumps(driver._portable(exc)))
-    assert isinstance(other, driver.RemoteError)
+        other = pickle.loads(pickle.dumps(server.portable(exc)))
+    assert isinstance(other, client.RemoteError)
     assert "MemoryError: java.lang.OutOfMemoryError: Java heap space" in str(other)
     assert "--- driver traceback ---" in str(other) and "test_driver.py" in str(other)
 
@@ -227,7 +228,7 @@ def test_correlake_errors_travel_back_as_themselves_others_with_their_traceback(
 def test_warm_up_runs_a_first_run_and_increments_and_leaves_nothing(spark):
     before = set(Path(tempfile.gettempdir()).glob("correlake-warm-up-*"))
     asked = []
-    seconds = driver.warm_up(spark, rounds=3, records=400, until=lambda: asked.append(1) or len(asked) > 1)
+    seconds = warm_up.warm_up(spark, rounds=3, records=400, until=lambda: asked.append(1) or len(asked) > 1)
     assert len(seconds) == 2 and all(s > 0 for s in seconds)  # the first run, one increment, then a call came
     assert set(Path(tempfile.gettempdir()).glob("correlake-warm-up-*")) == before
 
@@ -277,35 +278,32 @@ def _alive(pid: int) -> bool:
 
 def test_a_kept_driver_is_one_per_set_up_warms_up_once_idle_gives_back_memory_and_stops_once_its_code_changed(
         tmp_path, monkeypatch, capsys):
-    from correlake import session
-    from correlake.run import kept_driver
-
     monkeypatch.setenv("CORRELAKE_HOME", str(tmp_path))
-    folder = kept_driver._folder()
-    assert kept_driver._socket(folder) == kept_driver._socket(folder)
+    folder = kept._folder()
+    assert kept._socket(folder) == kept._socket(folder)
     monkeypatch.setenv("CORRELAKE_SHUFFLE_PARTITIONS", "7")
-    other_setup = kept_driver._socket(folder)
+    other_setup = kept._socket(folder)
     monkeypatch.setenv("CORRELAKE_SHUFFLE_PARTITIONS", "8")
-    assert kept_driver._socket(folder) != other_setup
+    assert kept._socket(folder) != other_setup
     monkeypatch.setenv("CORRELAKE_KEEP_DRIVER", "0")
-    assert kept_driver.address() is None
+    assert kept.address() is None
 
     version, warmed = ["v1"], []
     monkeypatch.setattr(kept_driver, "code_version", lambda: version[0])
-    monkeypatch.setattr(driver, "WARM_UP_AFTER_SECONDS", 0.05)
-    monkeypatch.setattr(driver, "warm_up",
+    monkeypatch.setattr(driver_idle, "WARM_UP_AFTER_SECONDS", 0.05)
+    monkeypatch.setattr(driver_idle, "warm_up",
                         lambda spark, rounds, records, until: warmed.append((rounds, records, until())) or [1.0])
-    idle = driver._Idle(3600)
+    idle = driver_idle.Idle(3600)
     assert idle.stop_reason() is None and not idle.warm_up_due()
     time.sleep(0.1)
     assert idle.warm_up_due()  # idle a while: it warms up, once
     idle.warm_up(spark=None, called=lambda: True)
-    assert warmed == [(driver.WARM_UP_ROUNDS, driver.WARM_UP_RECORDS, True)] and idle.stop_reason() is None
+    assert warmed == [(driver_idle.WARM_UP_ROUNDS, driver_idle.WARM_UP_RECORDS, True)] and idle.stop_reason() is None
     assert not idle.give_back_due()  # idle again from the warm-up's end
     time.sleep(0.1)
     assert not idle.warm_up_due() and idle.give_back_due()  # then its free heap given back, once an idle time
     gave = []
-    monkeypatch.setattr(session, "give_back_memory", lambda spark: gave.append(spark) or (3 * 2 ** 30, 2 * 2 ** 30))
+    monkeypatch.setattr(driver_idle, "give_back_memory", lambda spark: gave.append(spark) or (3 * 2 ** 30, 2 * 2 ** 30))
     idle.give_back(spark=None)
     assert gave == [None] and not idle.give_back_due()
     assert "idle, gave back 1.0 GB of heap (3.0 → 2.0 GB committed)" in capsys.readouterr().out
@@ -314,6 +312,6 @@ def test_a_kept_driver_is_one_per_set_up_warms_up_once_idle_gives_back_memory_an
     assert idle.give_back_due() and not idle.warm_up_due()
     version[0] = "v2"
     assert idle.stop_reason() == "its code changed on disk"
-    short = driver._Idle(0.01)
+    short = driver_idle.Idle(0.01)
     time.sleep(0.05)
     assert short.stop_reason() == "no call for 0.01 s"

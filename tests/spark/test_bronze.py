@@ -373,18 +373,18 @@ def test_a_hidden_file_or_folder_is_not_recorded_as_ingested_and_is_read_once_re
 
 
 def test_an_unexpected_error_exits_3_not_as_a_failed_gate_here_and_on_a_driver(tmp_path, capsys, monkeypatch):
-    from correlake.run import driver
+    from correlake.driver import client, protocol, server
 
     try:
         raise RuntimeError("a bug")
     except RuntimeError as exc:
-        on_driver = driver._portable(exc)  # as a driver sends it back
+        on_driver = server.portable(exc)  # as a driver sends it back
     landing = write_landing(tmp_path / "landing", [m(1)], [])  # something to run (nothing: no Spark, no driver)
-    for error, code in ((RuntimeError("a bug"), 3), (on_driver, 3), (driver.DriverError("no answer"), 2)):
+    for error, code in ((RuntimeError("a bug"), 3), (on_driver, 3), (protocol.DriverError("no answer"), 2)):
         def broken(*args, error=error, **kwargs):
             raise error
 
-        monkeypatch.setattr(driver, "call", broken)
+        monkeypatch.setattr(client, "call", broken)
         assert cli.main(["run", "--landing", str(landing), "--lake", str(tmp_path / "lake")]) == code
         err = capsys.readouterr().err
         assert ("RuntimeError: a bug" in err and "unexpected error" in err) if code == 3 else \
@@ -393,7 +393,7 @@ def test_an_unexpected_error_exits_3_not_as_a_failed_gate_here_and_on_a_driver(t
 
 
 def test_a_full_disk_or_a_file_it_may_not_write_is_one_line_not_a_traceback(tmp_path, capsys, monkeypatch):
-    from correlake.run import driver
+    from correlake.driver import client
 
     java = ("An error occurred while calling o2564.save.\n: org.apache.spark.SparkException: Task failed\n"
             "\tat org.apache.spark.scheduler.DAGScheduler.failJobAndIndependentStages(DAGScheduler.scala:2935)\n"
@@ -405,7 +405,7 @@ def test_a_full_disk_or_a_file_it_may_not_write_is_one_line_not_a_traceback(tmp_
         def failing(*args, error=error, **kwargs):
             raise error
 
-        monkeypatch.setattr(driver, "call", failing)
+        monkeypatch.setattr(client, "call", failing)
         assert cli.main(["run", "--landing", str(landing), "--lake", str(tmp_path / "lake")]) == 2
         err = capsys.readouterr().err
         assert err.startswith(f"correlake: {line}; nothing of the run was published") and "Traceback" not in err

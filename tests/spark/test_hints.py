@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from helpers import compilations
 
-from correlake.transforms import hints
+from correlake.runtime import hints
 
 
 def initial_plan(df) -> str:

@@ -11,7 +11,7 @@ from correlake.interfaces import cli
 from correlake.lake import journal, lock, tables as lake
 from correlake.run import pipeline
 from correlake.config import TABLES, data_docs_dir, table_path, validation_results_dir
-from correlake.lake.maintenance import RETENTION_CHECK, maintain
+from correlake.run.maintenance import RETENTION_CHECK, maintain
 from correlake.lake.sqlfiles import delta_table
 from correlake.samples.workload import BASE_MS, generate
 from helpers import versions

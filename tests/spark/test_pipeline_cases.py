@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from correlake.run import history_keys, pipeline
+from correlake.caches import history_keys
+from correlake.run import pipeline
 from correlake.transforms import scope
 from correlake.config import GOLD_TABLES, table_path
 from correlake.lake.sqlfiles import delta_table

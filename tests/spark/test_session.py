@@ -21,13 +21,16 @@ from pyspark.sql import functions as F
 
 from helpers import compilations, listening_addresses
 
-from correlake import class_archive
+from correlake.runtime import class_archive
 from correlake.config import INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY, ConfigError, SparkSettings, validate
 from correlake.lake.landing import LandingFile
 from correlake.run.result import RunResult
-from correlake.session import (IDLE_HEAP_FREE_PERCENT, LOG_LEVEL, collections_deferred, give_back_memory,
-                               heap_free_ratios, hotspot_flags, interrupt_quietly, log_level, release,
-                               row_projections, run_concurrently)
+from correlake.runtime.codegen import row_projections
+from correlake.runtime.logs import LOG_LEVEL, log_level
+from correlake.runtime.memory import (IDLE_HEAP_FREE_PERCENT, collections_deferred, give_back_memory, heap_free_ratios,
+                                      hotspot_flags, release)
+from correlake.runtime.signals import interrupt_quietly
+from correlake.runtime.threads import run_concurrently
 from correlake.run.store import MemoryStore, Plan
 
 

@@ -3,7 +3,7 @@ of them and no archive matches (the JVM then starts without one)."""
 
 import dataclasses
 
-from correlake import class_archive
+from correlake.runtime import class_archive
 from correlake.config import SparkSettings
 
 

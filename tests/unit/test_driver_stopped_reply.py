@@ -9,7 +9,7 @@ from multiprocessing import Pipe
 import pytest
 
 from correlake.errors import Terminated
-from correlake.run import driver
+from correlake.driver import server
 
 
 def _stopped(published):
@@ -23,12 +23,12 @@ def _stopped(published):
 def test_a_driver_stopped_after_a_publish_answers_with_the_run_and_stops():
     ours, caller = Pipe()
     with pytest.raises(Terminated):
-        driver._serve_one(ours, ("run", (), {}), None, {"run": _stopped("the published run")})
+        server._serve_one(ours, ("run", (), {}), None, {"run": _stopped("the published run")})
     assert caller.poll(5) and caller.recv() == (True, "the published run")
 
 
 def test_a_driver_stopped_before_a_publish_stops_without_a_reply():
     ours, caller = Pipe()
     with pytest.raises(Terminated):
-        driver._serve_one(ours, ("run", (), {}), None, {"run": _stopped(None)})
+        server._serve_one(ours, ("run", (), {}), None, {"run": _stopped(None)})
     assert not caller.poll(0.2)

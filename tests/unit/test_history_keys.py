@@ -1,5 +1,5 @@
 """When a process may use the key columns of silver it kept from its last run of a lake
-(`run/history_keys.py`): only while that run's publish is the lake's last one and
+(`caches/history_keys.py`): only while that run's publish is the lake's last one and
 silver's tables are at the versions it wrote. (The kept frames themselves are checked
 against the lake's rows in tests/spark/test_pipeline_cases.py.)"""
 
@@ -9,7 +9,7 @@ import pytest
 
 from correlake.config import TABLES
 from correlake.lake import journal
-from correlake.run import history_keys
+from correlake.caches import history_keys
 from correlake.transforms.scope import HistoryKeys
 
 KEYS = HistoryKeys("messages", "events", None)  # stand-ins: the module never looks inside

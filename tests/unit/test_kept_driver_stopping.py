@@ -2,7 +2,7 @@
 
 A stopping driver removes its key, then its socket file, then stops listening; a
 caller that finds it listening without its key waits for it to be gone, then starts
-the next driver (`driver.serves_calls`, `kept_driver.start`). The driver here is a
+the next driver (`launch.serves_calls`, `kept.start`). The driver here is a
 stand-in that listens as `correlake serve` does: the call path is what is tested."""
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import time
 from multiprocessing.connection import Listener
 from types import SimpleNamespace
 
-from correlake.run import driver, kept_driver
+from correlake.driver import client, kept, protocol
 
 
 def test_a_call_that_meets_the_kept_driver_stopping_waits_for_it_then_starts_another(tmp_path, monkeypatch):
     monkeypatch.setenv("CORRELAKE_HOME", str(tmp_path))
     monkeypatch.setenv("CORRELAKE_KEEP_DRIVER", "7200")
-    address = kept_driver.address()
+    address = kept.address()
     stopping = socket.socket(socket.AF_UNIX)  # a driver whose `serve` has removed its key, not yet its socket
     stopping.bind(str(address))
     stopping.listen()
@@ -32,17 +32,17 @@ def test_a_call_that_meets_the_kept_driver_stopping_waits_for_it_then_starts_ano
     started = []
 
     def spawn(sock, log, **options):  # `correlake serve`: a new key, then it listens and takes a call
-        assert not driver.serving(sock), "a driver was started while the stopping one still listened"
-        listener = Listener(str(sock), family="AF_UNIX", authkey=driver.new_secret(driver._key_path(sock)))
+        assert not protocol.serving(sock), "a driver was started while the stopping one still listened"
+        listener = Listener(str(sock), family="AF_UNIX", authkey=protocol.new_secret(protocol.key_path(sock)))
         threading.Thread(target=lambda: listener.accept().close(), daemon=True).start()
         started.append(listener)
         return SimpleNamespace(pid=0)
 
-    monkeypatch.setattr(kept_driver, "spawn", spawn)
+    monkeypatch.setattr(kept, "spawn", spawn)
     stopper = threading.Thread(target=stop)
     stopper.start()
     try:
-        with driver._connect_kept() as conn:  # before: DriverError, "cannot call the kept driver"
+        with client._connect_kept() as conn:  # before: DriverError, "cannot call the kept driver"
             assert not conn.closed
     finally:
         stopper.join()

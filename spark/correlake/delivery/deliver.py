@@ -23,6 +23,7 @@ from correlake import config
 from correlake.delivery import tables
 from correlake.delivery.events import DEAD_LETTERS, FINAL, PENDING, STATUSES, Event, Sink, partition_of
 from correlake.delivery.ledger import REQUEUED, Ledger, Policy, Tracked, clocks
+from correlake.errors import EXIT_OK, CorrelakeError
 from correlake.lake import journal
 from correlake.lake.files import state
 from correlake.lake.lock import LakeBusy, held, lock_path
@@ -31,8 +32,10 @@ OPEN = tuple(s for s in STATUSES if s not in FINAL)
 DELIVERY_LOCK, MARKS = "delivery.lock", "delivery.json"  # in the lake's _state
 
 
-class DeliveryBusy(RuntimeError):
-    """Another delivery pass holds the lake's delivery lock."""
+class DeliveryBusy(CorrelakeError):
+    """Another delivery pass holds the lake's delivery lock: that pass delivers, nothing is wrong."""
+
+    exit_code, retryable = EXIT_OK, True
 
 
 @dataclass(frozen=True)

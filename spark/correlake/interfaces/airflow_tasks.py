@@ -1,6 +1,6 @@
 """The bodies of the Airflow DAGs' tasks (`airflow_dags.py`): each resolves its settings
 from the Airflow context and calls a step of `correlake.run.stepwise` or
-`correlake.lake.maintenance.maintain` through `correlake.run.driver.call`: on a long-lived
+`correlake.run.maintenance.maintain` through `correlake.driver.client.call`: on a long-lived
 driver when CORRELAKE_DRIVER names one, else in the task's process.
 
 Imported only inside running tasks, so the DAG files stay free of Spark and GX.
@@ -12,27 +12,40 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from contextlib import contextmanager
 from urllib.parse import quote
 
 from airflow.sdk import Variable
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
-from correlake.config import (AIRFLOW_LOCK_WAIT_SECONDS, ConfigError, absolute, demo_dir, state_dir, table_path,
-                              validate)
+from correlake.config import AIRFLOW_LOCK_WAIT_SECONDS, absolute, demo_dir, state_dir, table_path, validate
 from correlake.contract.parsing import BadRecord, parse_time
-from correlake.errors import UsageError
-from correlake.lake import maintenance, preflight
-from correlake.lake.journal import UnreadableJournal
+from correlake.driver.client import call
+from correlake.errors import CorrelakeError, UsageError
+from correlake.lake import preflight
 from correlake.quality.gates import GateFailed
-from correlake.run import stepwise
-from correlake.run.driver import call
+from correlake.run import maintenance, stepwise
 from correlake.run.result import RunResult
-from correlake.run.staged import LakeMoved
 from correlake.run.store import staged_run
 from correlake.run.summary import findings, summary
 from correlake.text import escape_lines
 
 log = logging.getLogger("correlake")
+
+
+@contextmanager
+def for_good(hint: str = "", drop: dict | None = None):
+    """correlake's errors that a retry would meet again (`CorrelakeError.retryable`) fail the
+    task for good, their message followed by `hint`, the staged run `drop` dropped; the
+    others (a busy lake, a driver gone, anything unexpected) are left to Airflow's retries."""
+    try:
+        yield
+    except CorrelakeError as exc:
+        if exc.retryable:
+            raise
+        if drop is not None:
+            staged_run(drop["lake"], drop["run_id"]).clear()
+        raise AirflowFailException(f"{exc}{hint}") from None
 
 
 def locations() -> tuple[str, str]:
@@ -52,11 +65,9 @@ def checked_inputs(context) -> tuple[str, str]:
     lake), or the task fails without retry (a retry would meet the same)."""
     if unknown := sorted(set(context["dag_run"].conf or {}) - set(context["dag"].params)):
         raise AirflowFailException(f"unknown params {unknown}: this DAG takes {sorted(context['dag'].params)}")
-    try:
+    with for_good():
         validate()
         return locations()
-    except (ConfigError, UsageError) as exc:
-        raise AirflowFailException(str(exc)) from None
 
 
 def as_of_millis(as_of: str | None, run_type: str, data_interval_end) -> int | None:
@@ -91,20 +102,16 @@ def prepare(context) -> dict | None:
     params = context["params"]
     landing, lake = checked_inputs(context)
     rebuild = params["rebuild"]
-    try:
+    with for_good(" (Airflow Variables correlake_landing, correlake_lake)"):
         warning = preflight.check_run(None if rebuild else landing, lake)
-    except UsageError as exc:
-        raise AirflowFailException(f"{exc} (Airflow Variables correlake_landing, correlake_lake)") from None
     as_of = as_of_millis(params.get("as_of"), context["dag_run"].run_type, context.get("data_interval_end"))
     print(f"landing {landing}, lake {lake}, as_of {as_of}, params {dict(params)}")
     if warning:
         log.warning(escape_lines(warning))
-    try:
+    with for_good():
         planned = call(stepwise.prepare, None if rebuild else landing, lake, as_of=as_of,
                        max_quarantine_ratio=params.get("max_quarantine_ratio"), rebuild=rebuild,
                        dry_run=params["dry_run"])
-    except UnreadableJournal as exc:  # a retry would meet the same journal
-        raise AirflowFailException(str(exc)) from None
     if isinstance(planned, RunResult):
         print(summary(planned))
         print("the later tasks are skipped")
@@ -137,11 +144,8 @@ def publish(context) -> dict:
     if context["params"]["dry_run"]:
         staged_run(run["lake"], run["run_id"]).clear()
         raise AirflowSkipException(f"dry run: every gate passed; run {run['run_id']} discarded, nothing published")
-    try:
+    with for_good(drop=run):
         result = call(stepwise.publish, run["lake"], run["run_id"])
-    except (LakeMoved, UnreadableJournal) as exc:  # a retry would meet the same lake
-        staged_run(run["lake"], run["run_id"]).clear()
-        raise AirflowFailException(str(exc)) from None
     for asset in context["task"].outlets:
         table = asset.name.rsplit("/", 1)[-1]
         context["outlet_events"][asset].extra = {"path": table_path(run["lake"], table), "run_id": run["run_id"]}
@@ -168,10 +172,8 @@ def maintain(context) -> None:
         preflight.require_folder(lake)
     except UsageError as exc:
         raise AirflowSkipException(f"{exc}: nothing to maintain yet (Airflow Variable correlake_lake)") from None
-    try:
+    with for_good():
         result = call(maintenance.maintain, lake, params["retain_hours"], params["dry_run"], AIRFLOW_LOCK_WAIT_SECONDS)
-    except UnreadableJournal as exc:  # a retry would meet the same journal
-        raise AirflowFailException(str(exc)) from None
     print(maintenance.summary(result))
 
 
@@ -209,7 +211,6 @@ def deliver(context) -> None:
     any run published an outbox)."""
     from correlake.delivery import deliver as delivery
     from correlake.delivery.sinks import open_sink
-    from correlake.errors import DeliveryError
 
     params, lake = context["params"], checked_inputs(context)[1]
     try:
@@ -219,10 +220,8 @@ def deliver(context) -> None:
     kind, url, secret = delivery_sink()
     settings = delivery.Settings(partitions=params["partitions"], max_seconds=params["max_seconds"])
     try:
-        with open_sink(kind, url, secret) as sink:
+        with for_good(), open_sink(kind, url, secret) as sink:
             result = delivery.deliver(lake, sink, settings)
-    except delivery.DeliveryBusy as exc:
+    except delivery.DeliveryBusy as exc:  # the other pass delivers
         raise AirflowSkipException(str(exc)) from None
-    except DeliveryError as exc:  # a retry would meet the same configuration
-        raise AirflowFailException(str(exc)) from None
     print(delivery.summary(result))

@@ -8,8 +8,8 @@ import sys
 import threading
 import traceback
 
-from correlake.config import ConfigError, validate
-from correlake.errors import EXIT_ERROR, EXIT_USAGE, Terminated, UsageError, published_before
+from correlake.config import validate
+from correlake.errors import EXIT_ERROR, EXIT_USAGE, CorrelakeError, Terminated, published_before
 from correlake.interfaces.commands import deliver, demo, maintain, rebuild, report, run, serve, sql
 from correlake.text import escaped_output
 
@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from correlake.session import interrupt_quietly
+    from correlake.runtime.signals import interrupt_quietly
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -36,35 +36,34 @@ def main(argv: list[str] | None = None) -> int:
         try:
             validate()
             return args.main(args)
-        except (UsageError, ConfigError) as exc:
-            print(f"correlake: {exc}", file=sys.stderr)
-            return EXIT_USAGE
         except KeyboardInterrupt as exc:
             return _stopped(exc)
         except Exception as exc:  # set-up, driver and machine problems surface as a clear error, not a traceback
-            from correlake.run.driver import DriverError, RemoteError
-            from correlake.lake.journal import UnreadableJournal
-            from correlake.session import SetupError
-
-            if interrupt := _interrupt(exc):  # raised while it rolled back (a JVM stopped by the same signal)
-                return _stopped(interrupt)
-            if problem := _machine_problem(exc):
-                print(f"correlake: {problem}; nothing of the run was published (what it had begun to write was "
-                      "rolled back, or is by the next run)", file=sys.stderr)
-                return EXIT_USAGE
-            if isinstance(exc, RemoteError):  # unexpected on the driver: its text holds the driver's traceback
-                print(exc, file=sys.stderr)
-            elif isinstance(exc, (SetupError, UnreadableJournal, DriverError)):
-                print(f"correlake: {exc}", file=sys.stderr)
-                return EXIT_USAGE
-            else:
-                traceback.print_exc()
-            print(f"correlake: unexpected error ({type(exc).__name__}, traceback above); nothing of the run was "
-                  "published (a run that had begun to write is rolled back by the next)", file=sys.stderr)
-            return EXIT_ERROR
+            return _failed(exc)
         finally:
             if threading.current_thread() is threading.main_thread():
                 signal.signal(signal.SIGTERM, on_sigterm)
+
+
+def _failed(exc: Exception) -> int:
+    """Say why a command failed; its exit code. correlake's own errors say it in their
+    message and carry their code; a full disk or a refused file is a usage problem."""
+    if interrupt := _interrupt(exc):  # raised while it rolled back (a JVM stopped by the same signal)
+        return _stopped(interrupt)
+    unexpected = not isinstance(exc, CorrelakeError) or exc.exit_code == EXIT_ERROR  # RemoteError: the driver's
+    if unexpected and (problem := _machine_problem(exc)):
+        print(f"correlake: {problem}; nothing of the run was published (what it had begun to write was "
+              "rolled back, or is by the next run)", file=sys.stderr)
+        return EXIT_USAGE
+    if isinstance(exc, CorrelakeError):  # a RemoteError's message holds the driver's traceback
+        print(f"correlake: {exc}", file=sys.stderr)
+    else:
+        traceback.print_exc()
+    if unexpected:
+        print(f"correlake: unexpected error ({type(exc).__name__}, traceback above); nothing of the run was "
+              "published (a run that had begun to write is rolled back by the next)", file=sys.stderr)
+        return EXIT_ERROR
+    return exc.exit_code
 
 
 def _stopped(interrupt: KeyboardInterrupt) -> int:

@@ -10,6 +10,7 @@ from functools import cache
 from graphlib import TopologicalSorter
 from pathlib import Path
 
+from correlake.errors import UsageError
 from correlake.lake import sqlfiles
 from correlake.config import DELIVERY_TABLES, GOLD_TABLES, TABLES, sql_dir, table_path
 from correlake.lake.journal import UNREADABLE_JOURNAL, journal_path, unfinished_run
@@ -22,7 +23,7 @@ TABLE_NAMES = {(f"gold_{name}" if TABLES.get(name, "").startswith("gold/") else 
 REQUIRED = tuple(f"gold_{name}" for name in (*GOLD_TABLES, "as_of"))
 
 
-class MissingTables(RuntimeError):
+class MissingTables(UsageError):
     """The lake lacks the gold tables (no committed run yet, or not a lake)."""
 
 

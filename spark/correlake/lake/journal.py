@@ -10,17 +10,18 @@ from contextlib import contextmanager
 from pyspark.sql import SparkSession
 
 from correlake.config import TABLES, table_path
+from correlake.errors import CorrelakeError
 from correlake.lake.files import remove_tree, state
 from correlake.lake.lock import check_held
 from correlake.lake.sqlfiles import delta_table
 from correlake.lake.tables import version
-from correlake.session import interrupts_held
+from correlake.runtime.signals import interrupts_held
 
 UNREADABLE_JOURNAL = "(unknown: its journal cannot be read)"
 USER_METADATA = "spark.databricks.delta.commitInfo.userMetadata"
 
 
-class UnreadableJournal(RuntimeError):
+class UnreadableJournal(CorrelakeError):
     """The journal of an unfinished run cannot be read: what it wrote cannot be rolled back."""
 
 

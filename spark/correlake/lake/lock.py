@@ -26,14 +26,17 @@ import time
 from contextlib import contextmanager
 
 from correlake.config import LOCK_FOREIGN_STALE_SECONDS, LOCK_HEARTBEAT_SECONDS, LOCK_STALE_SECONDS, absolute
+from correlake.errors import CorrelakeError
 from correlake.lake.files import Seen, state
 
 log = logging.getLogger(__name__)
 LOCK = "lock"
 
 
-class LakeBusy(RuntimeError):
-    """Another run holds the lake's lock."""
+class LakeBusy(CorrelakeError):
+    """Another run holds the lake's lock (a retry may find it free)."""
+
+    retryable = True
 
 
 class LockLost(LakeBusy):

@@ -26,16 +26,6 @@ def split(uri: str) -> tuple[str, str]:
     return match["bucket"], (match["key"] or "").strip("/")
 
 
-def hadoop_conf(settings: S3Settings | None = None) -> dict[str, str]:
-    """hadoop-aws's settings (Spark's `spark.hadoop.` ones without the prefix) for the endpoint."""
-    settings = settings or S3Settings()
-    conf = {"fs.s3a.endpoint.region": settings.region}
-    if settings.endpoint:  # a server of one's own (MinIO, Ceph, a test's): path-style requests
-        conf |= {"fs.s3a.endpoint": settings.endpoint, "fs.s3a.path.style.access": "true",
-                 "fs.s3a.connection.ssl.enabled": str(urlsplit(settings.endpoint).scheme == "https").lower()}
-    return conf
-
-
 def storage_options(settings: S3Settings | None = None) -> dict[str, str]:
     """delta-rs's storage options for the endpoint (its commits are conditional puts)."""
     settings = settings or S3Settings()

@@ -9,7 +9,7 @@ import operator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from correlake.transforms.hints import broadcast_if_small, hint_for
+from correlake.runtime.hints import broadcast_if_small, hint_for
 from correlake.contract.schemas import SCOPE
 from correlake.lake.sqlfiles import delta_table, fill
 

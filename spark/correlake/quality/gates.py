@@ -24,14 +24,17 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from correlake.config import DATA_DOCS_INDEX_VALIDATIONS, data_docs_dir, validation_results_dir
+from correlake.errors import EXIT_GATE, CorrelakeError
 from correlake.lake.files import flocked
 from correlake.lake.sqlfiles import buffered
 from correlake.quality import metrics
 from correlake.semantics.start_events import start_instance_key_sql
 
 
-class GateFailed(RuntimeError):
-    """A data-quality gate stopped the run; nothing of the run was kept."""
+class GateFailed(CorrelakeError):
+    """A data-quality gate stopped the run; nothing of the run was kept (bad data stays bad: no retry)."""
+
+    exit_code = EXIT_GATE
 
     def __init__(self, gate: str, report: str):
         super().__init__(f"data-quality gate '{gate}' failed\n{report}")

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from correlake.config import DELIVERY_PARTITIONS, delivery_delay_ms, table_path
 from correlake.contract.schemas import CORRELATION, OUTBOX, SCOPE, struct
 from correlake.lake import tables
-from correlake.transforms.hints import broadcast_if_small
+from correlake.runtime.hints import broadcast_if_small
 from correlake.transforms.outbox import due_keys, outbox_events
 
 

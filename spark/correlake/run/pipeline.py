@@ -5,7 +5,7 @@ rolled back by the next one), recomputes only the key groups its new records tou
 and with nothing new writes nothing. Unless the run is a large one, each stage's gate is
 checked on a thread of its own while the next stage computes; every gate has passed
 before anything is written. The process keeps silver's key columns for the lake's next
-run (`history_keys.py`).
+run (`caches/history_keys.py`).
 """
 
 from __future__ import annotations
@@ -17,12 +17,13 @@ from pyspark.sql import SparkSession
 from correlake.lake.lock import run_lock
 from correlake.quality import gates
 from correlake.quality.gates import GateFailed
-from correlake.run import history_keys
+from correlake.caches import history_keys
 from correlake.run.result import RunResult
 from correlake.run.staged import StagedRun
 from correlake.run.stages import STAGES
 from correlake.run.store import MemoryStore
-from correlake.session import release, row_projections
+from correlake.runtime.codegen import row_projections
+from correlake.runtime.memory import release
 
 __all__ = ["RunResult", "run"]
 

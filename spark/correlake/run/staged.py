@@ -1,5 +1,6 @@
 """One run: its plan (files, the lake's snapshot, settings), the store of its frames, and
-what happens to it: `prepare`, each stage computed and checked (`stages.py`), `publish`.
+what happens to it: `prepare`, each stage computed and checked (`stages.py`), `publish`
+(what it writes planned by `writes.py`).
 
 Only `publish` writes lake tables, all at once and journalled; every stage before it
 reads the lake at the table versions `prepare` recorded (Delta time travel), so a run
@@ -11,27 +12,43 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cached_property
 
 from pyspark.sql import DataFrame, SparkSession
 
+from correlake.caches import history_keys
 from correlake.config import TABLES, default_max_quarantine_ratio, table_path
+from correlake.contract.schemas import SCOPE
+from correlake.errors import CorrelakeError
 from correlake.lake import as_of as lake_as_of, journal, meta, tables
 from correlake.lake.journal import journalled, rollback
 from correlake.lake.landing import new_files
-from correlake.lake.maintenance import only_maintained
+from correlake.lake.restate import restate
 from correlake.quality import gates
-from correlake.run import history_keys, writes
+from correlake.run import writes
+from correlake.run.maintenance import only_maintained
 from correlake.run.outbox import fallen_due
 from correlake.run.result import RunResult, new_run_id
-from correlake.run.stages import Stage
 from correlake.run.store import Plan, staged_run
-from correlake.session import row_projections
+from correlake.run.writes import SCHEMAS, How, Write
+from correlake.runtime.codegen import row_projections
+from correlake.runtime.hints import broadcast_if_small
+from correlake.runtime.threads import run_concurrently
 from correlake.transforms.scope import HistoryKeys
 
 
-class LakeMoved(RuntimeError):
-    """Another run published since this run was prepared."""
+class LakeMoved(CorrelakeError):
+    """Another run published since this run was prepared (a retry would meet the same lake)."""
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A step of a run (`stages.STAGES`): computed, then checked by its gate."""
+
+    name: str  # also its Airflow task's id (its gate's: gate_<name>)
+    compute: Callable[[StagedRun], None]  # puts the stage's frames in the run's store
+    gate: Callable[[StagedRun], dict[str, DataFrame]]  # the frames its suites validate (or GateFailed)
 
 
 class StagedRun:
@@ -142,11 +159,41 @@ class StagedRun:
                                   outbox_events=result.outbox_events, appended_rows=result.appended_rows())
 
     def _write(self) -> None:
-        writes.apply(self._write_plan(), self)
+        """Carry out the write plan on a few threads, the longest first (the caller journals it)."""
+        plan = self._write_plan()
+        restating = any(w.how in (How.MERGE, How.REFRESH) for w in plan.writes)  # a first run, a rebuild: none
+        touched = _hinted(self.frame("touched_keys").select(*SCOPE)) if restating else None
+        run_concurrently([lambda w=w: self._write_table(w, touched) for w in plan.writes])
         meta.record_run(self.lake_dir, self.result.runs_row())
+
+    def _write_table(self, write: Write, touched) -> None:
+        spark, lake, name, run_id = self.spark, self.lake_dir, write.table, self.run_id
+        if write.how is How.RECORD:
+            return (lake_as_of.record(lake, self.result.as_of, run_id) if name == "as_of"
+                    else meta.record_ingested(lake, self.ingested_files(), run_id))
+        if write.how is How.APPEND:
+            return tables.append(self.frame(name), lake, name, run_id)
+        if write.how is How.OVERWRITE:
+            return tables.overwrite(self.frame(name), lake, name, run_id)
+        rows = self.frame(name).select(*SCHEMAS[name].fieldNames())  # the table's columns
+        if write.how is How.CREATE:
+            tables.create(rows, lake, name, run_id)
+        else:  # key groups: the groups that changed; the other tables: the keys the run touched
+            keys = _hinted(self.frame(name).select(*SCOPE)) if name == "key_groups" else touched
+            path = table_path(lake, name)
+            if write.how is How.REFRESH:  # the other keys' rows whose status crosses, in the same MERGE (one rewrite)
+                others = lake_as_of.crossed(spark.read.format("delta").load(path), write.as_of_before, self.result.as_of)
+                rows = rows.unionByName(others.join(touched, SCOPE, "left_anti")
+                                        .select(*rows.columns)).localCheckpoint()
+            restate(spark, path, rows, keys, list(write.keys))
 
     def discard(self) -> None:
         self.store.clear()
+
+
+def _hinted(keys):
+    """`keys` with its join hint, decided once for every table it restates."""
+    return broadcast_if_small(keys)(keys)
 
 
 def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult:

@@ -6,30 +6,18 @@ gate, which validates frames of it. Nothing is written to the lake here (`publis
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from correlake.caches import history_keys
 from correlake.config import GOLD_TABLES, STAGE_NAMES, STREAMS
 from correlake.contract.schemas import SCOPE
 from correlake.quality import gates
 from correlake.quality.gates import GateFailed
-from correlake.run import history_keys
 from correlake.run.outbox import new_events
+from correlake.run.staged import Stage, StagedRun
 from correlake.transforms import bronze, gold, scope as key_scope, silver
-
-if TYPE_CHECKING:
-    from correlake.run.staged import StagedRun
-
-
-@dataclass(frozen=True)
-class Stage:
-    name: str  # also its Airflow task's id (its gate's: gate_<name>)
-    compute: Callable[[StagedRun], None]  # puts the stage's frames in the run's store
-    gate: Callable[[StagedRun], dict[str, DataFrame]]  # the frames its suites validate (or GateFailed)
 
 
 def _bronze(run: StagedRun) -> None:

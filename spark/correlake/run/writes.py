@@ -1,22 +1,14 @@
 """What `publish` writes: a `WritePlan`, decided without Spark from what the run found
-(`plan_writes`), then carried out (`apply`) on a few threads, the longest first."""
+(`plan_writes`); `StagedRun` carries it out."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import TYPE_CHECKING
 
-from correlake.config import GOLD_TABLES, STREAMS, table_path
+from correlake.config import GOLD_TABLES, STREAMS
 from correlake.contract.schemas import GOLD, GOLD_KEYS, KEY_GROUPS, OUTBOX, SCOPE
-from correlake.lake import as_of, meta, tables
-from correlake.lake.restate import restate
-from correlake.session import run_concurrently
-from correlake.transforms.hints import broadcast_if_small
 from correlake.transforms.silver import SILVER_MESSAGE
-
-if TYPE_CHECKING:
-    from correlake.run.staged import StagedRun
 
 
 class How(Enum):
@@ -96,37 +88,3 @@ def _outbox(versions: dict[str, int], events: int) -> tuple[Write, ...]:
 
 # of the tables a run restates or creates
 SCHEMAS = {**GOLD, "silver_messages": SILVER_MESSAGE, "key_groups": KEY_GROUPS, "outbox": OUTBOX}
-
-
-def apply(plan: WritePlan, run: StagedRun) -> None:
-    """Carry out the plan with the run's frames (the caller journals the writes)."""
-    restating = any(w.how in (How.MERGE, How.REFRESH) for w in plan.writes)  # a first run, a rebuild: none
-    touched = _hinted(run.frame("touched_keys").select(*SCOPE)) if restating else None
-    run_concurrently([lambda w=w: _write(run, w, touched) for w in plan.writes])
-
-
-def _write(run: StagedRun, write: Write, touched) -> None:
-    spark, lake, name, run_id = run.spark, run.lake_dir, write.table, run.run_id
-    if write.how is How.RECORD:
-        return (as_of.record(lake, run.result.as_of, run_id) if name == "as_of"
-                else meta.record_ingested(lake, run.ingested_files(), run_id))
-    if write.how is How.APPEND:
-        return tables.append(run.frame(name), lake, name, run_id)
-    if write.how is How.OVERWRITE:
-        return tables.overwrite(run.frame(name), lake, name, run_id)
-    rows = run.frame(name).select(*SCHEMAS[name].fieldNames())  # the table's columns
-    if write.how is How.CREATE:
-        tables.create(rows, lake, name, run_id)
-    else:  # key groups: the groups that changed; the other tables: the keys the run touched
-        keys = _hinted(run.frame(name).select(*SCOPE)) if name == "key_groups" else touched
-        path = table_path(lake, name)
-        if write.how is How.REFRESH:  # the other keys' rows whose status crosses, in the same MERGE (one rewrite)
-            others = as_of.crossed(spark.read.format("delta").load(path), write.as_of_before, run.result.as_of)
-            rows = rows.unionByName(others.join(touched, SCOPE, "left_anti")
-                                    .select(*rows.columns)).localCheckpoint()
-        restate(spark, path, rows, keys, list(write.keys))
-
-
-def _hinted(keys):
-    """`keys` with its join hint, decided once for every table it restates."""
-    return broadcast_if_small(keys)(keys)

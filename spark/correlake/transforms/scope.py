@@ -8,7 +8,7 @@ plan and run), and the full rows of the touched key groups are fetched once at t
 so the costly work — rule 7, the engine, the restating MERGEs — is done for the touched
 key groups only. A run also gives the key columns as its publish leaves silver
 (`Recompute.history_after`), which a process that runs the lake again may keep
-(`run/history_keys.py`) rather than read them again.
+(`caches/history_keys.py`) rather than read them again.
 With no key group table yet (a first run, a rebuild, a lake from before it existed),
 every link of the records given is used.
 """
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from correlake.transforms.hints import broadcast_if_small
+from correlake.runtime.hints import broadcast_if_small
 from correlake.transforms.key_groups import (grow_key_groups, linking, owner_links, route_workflow_events,
                                              started_links, started_message_key, updated_key_groups, with_label)
 from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, SCOPE

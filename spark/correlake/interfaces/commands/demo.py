@@ -23,7 +23,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def main(args: argparse.Namespace) -> int:
-    from correlake.run import driver
+    from correlake.driver import client
     from correlake.run.summary import findings
     from correlake.samples.demo import write_demo_landing
 
@@ -35,7 +35,7 @@ def main(args: argparse.Namespace) -> int:
           f"{counts['bad']} bad lines)")
     code = run.execute(str(landing), str(lake_dir))
     if code == EXIT_OK:
-        print(driver.call(findings, str(lake_dir)))
+        print(client.call(findings, str(lake_dir)))
         print(f"demo lake: {lake_dir} (its views: ./correlake sql --lake {lake_dir} --list)")
         if args.deliver:
             _deliver(root, str(lake_dir))

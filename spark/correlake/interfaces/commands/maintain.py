@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
-from correlake.errors import EXIT_OK, EXIT_USAGE
+from correlake.errors import EXIT_OK
 from correlake.interfaces import options
 from correlake.lake import preflight
 
@@ -24,16 +23,11 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     """Maintain the lake in this process and print the summary; exit codes as `correlake run`'s."""
-    from correlake.lake import maintenance
-    from correlake.lake.lock import LakeBusy
-    from correlake.session import get_spark
+    from correlake.run import maintenance
+    from correlake.runtime.session import get_spark
 
     preflight.require_folder(args.lake)
     preflight.check_retention(args.retain_hours, args.force, "add --force to vacuum them anyway")
-    try:
-        result = maintenance.maintain(get_spark(), args.lake, args.retain_hours, args.dry_run, args.wait)
-    except LakeBusy as exc:
-        print(f"correlake: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    result = maintenance.maintain(get_spark(), args.lake, args.retain_hours, args.dry_run, args.wait)
     print(maintenance.summary(result))
     return EXIT_OK

@@ -110,7 +110,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def main(args: argparse.Namespace) -> int:
     from correlake.lake.catalog import MissingTables, require_gold, unfinished_warning
-    from correlake.session import get_spark
+    from correlake.runtime.session import get_spark
 
     try:
         require_gold(args.lake)

@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 from correlake.config import MAX_QUARANTINE_RATIO, absolute
-from correlake.errors import EXIT_GATE, EXIT_OK, EXIT_USAGE
+from correlake.errors import EXIT_GATE, EXIT_OK
 from correlake.interfaces import options
 from correlake.lake import preflight
 
@@ -31,7 +31,7 @@ def execute(landing: str | None, lake: str, as_of: int | None = None, max_quaran
             wait: float = 0.0, dry_run: bool = False) -> int:
     """A run over `landing`, or a rebuild (None), on the driver if one serves; its summary printed.
     A run that would find nothing to do says so without starting Spark (`run/unchanged.py`)."""
-    from correlake.lake.lock import LakeBusy, check_free, run_lock
+    from correlake.lake.lock import check_free, run_lock
     from correlake.run import unchanged
     from correlake.run.summary import summary
 
@@ -40,27 +40,23 @@ def execute(landing: str | None, lake: str, as_of: int | None = None, max_quaran
     started = time.perf_counter()
     # absolute paths: a driver has its own working directory
     landing, lake = (None if landing is None else absolute(landing)), absolute(lake)
-    try:
-        if not wait:
-            check_free(lake)  # before Spark starts
-        result = None
-        if landing is not None:
-            with run_lock(lake, wait):
-                result = unchanged.check(landing, lake, as_of)
-        if result is None:
-            from correlake.quality.gates import GateFailed
-            from correlake.run import driver, pipeline
-            try:
-                result = driver.call(pipeline.run, landing, lake, as_of=as_of,
-                                     max_quarantine_ratio=max_quarantine_ratio, wait_seconds=wait,
-                                     rebuild=landing is None, dry_run=dry_run)
-            except GateFailed as exc:
-                print(f"correlake: FAILED — {exc}", file=sys.stderr)
-                print("Gold was left as it was; nothing of this run was kept.", file=sys.stderr)
-                return EXIT_GATE
-    except LakeBusy as exc:
-        print(f"correlake: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    if not wait:
+        check_free(lake)  # before Spark starts
+    result = None
+    if landing is not None:
+        with run_lock(lake, wait):
+            result = unchanged.check(landing, lake, as_of)
+    if result is None:
+        from correlake.driver import client
+        from correlake.quality.gates import GateFailed
+        from correlake.run import pipeline
+        try:
+            result = client.call(pipeline.run, landing, lake, as_of=as_of, max_quarantine_ratio=max_quarantine_ratio,
+                                 wait_seconds=wait, rebuild=landing is None, dry_run=dry_run)
+        except GateFailed as exc:
+            print(f"correlake: FAILED — {exc}", file=sys.stderr)
+            print("Gold was left as it was; nothing of this run was kept.", file=sys.stderr)
+            return EXIT_GATE
     result.timings["total"] = round(time.perf_counter() - started, 2)
     print(summary(result))
     if dry_run and not result.nothing_new:

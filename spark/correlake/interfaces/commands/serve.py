@@ -22,7 +22,7 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def main(args: argparse.Namespace) -> int:
-    from correlake.run.driver import serve
+    from correlake.driver.server import serve
 
     try:
         serve(Path(args.socket).resolve(), args.warm_up, args.idle)

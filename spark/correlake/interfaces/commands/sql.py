@@ -33,7 +33,7 @@ def main(args: argparse.Namespace) -> int:
     from pyspark.logger import PySparkLogger
 
     from correlake.lake import catalog
-    from correlake.session import get_spark
+    from correlake.runtime.session import get_spark
 
     if args.list:
         print(listing(args.lake))
@@ -41,10 +41,7 @@ def main(args: argparse.Namespace) -> int:
     if not args.query:
         raise UsageError("give a query, or --list")
     fmt = _out_format(args.out, args.format) if args.out else None
-    try:
-        catalog.require_gold(args.lake)
-    except catalog.MissingTables as exc:
-        raise UsageError(str(exc)) from None
+    catalog.require_gold(args.lake)
     if warning := catalog.unfinished_warning(args.lake):
         print(warning, file=sys.stderr)
     spark = get_spark()

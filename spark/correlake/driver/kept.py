@@ -5,7 +5,7 @@ neither the JVM's start nor its warming up, which is most of a small increment's
 
 The driver warms up once after a minute without a call, and stops itself after
 CORRELAKE_KEEP_DRIVER seconds without one (default two hours: hourly runs find it warm),
-or once the code it runs has changed on disk (`driver._Idle`).
+or once the code it runs has changed on disk (`idle.py`).
 CORRELAKE_KEEP_DRIVER=0: no driver is kept, each call runs in its own process.
 
 One driver per set-up: its socket, in `<CORRELAKE_HOME>/drivers` (mode 0700), is named by a
@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 
 from correlake.config import expectations_dir, keep_driver_seconds, sql_dir, state_dir
-from correlake.run.driver import new_secret, serves_calls, spawn
+from correlake.driver.launch import serves_calls, spawn
+from correlake.driver.protocol import new_secret
 
 SETUP_PREFIXES = ("CORRELAKE_", "SPARK_", "PYSPARK_", "JAVA_", "HADOOP_", "AWS_", "PYTHON")
 

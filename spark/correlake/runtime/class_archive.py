@@ -1,6 +1,6 @@
 """The driver JVM's class archive (HotSpot's application class-data sharing): the
 classes of Spark, Delta and Scala that a run loads, parsed and verified once by the
-set-up (`python -m correlake.class_archive`), then mapped by each driver JVM at start.
+set-up (`python -m correlake.driver.archive`), then mapped by each driver JVM at start.
 A fresh process (a `correlake` command, an Airflow task without a driver) starts its
 JVM some 2.5 s sooner and with a fifth less CPU (docs/performance.md).
 
@@ -18,15 +18,11 @@ import hashlib
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 from correlake.config import SparkSettings
-
-
-class ArchiveError(RuntimeError):
-    """The JVM wrote no archive that maps whole."""
+from correlake.runtime.jars import delta_jars, s3_jars
 
 
 # HotSpot's notes on classes it leaves out, or on archives it cannot map
@@ -49,8 +45,6 @@ def _spark_jars() -> list[Path]:
 
 def path(settings: SparkSettings) -> Path | None:
     """Where the archive for this Java and these JARs is (or would be); None without a `java`."""
-    from correlake.session import delta_jars, s3_jars
-
     java = _java()
     if java is None:
         return None
@@ -77,42 +71,3 @@ def mappable(archive: Path) -> bool:
         return subprocess.run([str(_java()), f"-XX:SharedArchiveFile={archive}", *QUIET,
                                f"-XX:ErrorFile={scratch}/hs_err.log", "-version"],
                               cwd=scratch, capture_output=True).returncode == 0
-
-
-def build(settings: SparkSettings | None = None) -> Path | None:
-    """Make the archive unless it exists: a JVM that runs a small pipeline (a first run and
-    an increment, in a temporary folder) and writes the classes it loaded as it exits.
-    Archives made for other JARs are removed. Returns the archive (None without `java`)."""
-    from correlake import session
-    from correlake.run.driver import warm_up
-
-    settings = settings or SparkSettings()
-    archive = path(settings)
-    if archive is None or archive.exists():
-        return archive
-    print("correlake setup: archiving the driver JVM's classes ...", file=sys.stderr)
-    archive.parent.mkdir(parents=True, exist_ok=True)
-    for old in archive.parent.glob("*.partial"):  # an interrupted set-up's
-        old.unlink()
-    partial = archive.with_suffix(f".{os.getpid()}.partial")
-    spark = session.get_spark(settings, dump_classes_to=partial)
-    jvm = spark.sparkContext._gateway.proc
-    warm_up(spark, rounds=1, records=200)
-    spark.stop()
-    jvm.stdin.close()  # PySpark's JVM exits when its stdin closes, and writes the archive as it does
-    jvm.wait(timeout=600)
-    if not partial.exists() or not mappable(partial):
-        partial.unlink(missing_ok=True)
-        raise ArchiveError("the driver JVM's class archive could not be made (is the disk full?); "
-                           "correlake works without it, and the next set-up tries again")
-    for old in archive.parent.glob("*.jsa"):  # made for other JARs
-        old.unlink()
-    partial.replace(archive)
-    return archive
-
-
-if __name__ == "__main__":
-    try:
-        build()
-    except ArchiveError as exc:  # correlake works without it
-        print(f"correlake setup: warning: {exc}", file=sys.stderr)

@@ -1,0 +1,1 @@
+"""What a process keeps from one run of a lake to the next."""
