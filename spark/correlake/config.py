@@ -1,7 +1,7 @@
 """All configuration in one place: defaults, overridable from the environment.
 
 Environment variables:
-  CORRELAKE_HOME            project-local state folder (default: <project>/.local)
+  CORRELAKE_HOME            state folder (default: the checkout's .local; installed: ~/.local/state/correlake)
   CORRELAKE_JARS            folder with the Delta JARs (default: $CORRELAKE_HOME/jars)
   CORRELAKE_S3_JARS         folder with the JARs of s3a:// (scripts/setup.sh --s3; default:
                             $CORRELAKE_HOME/jars-s3; without them, no s3a://)
@@ -38,7 +38,8 @@ from pathlib import Path
 
 from correlake.errors import UsageError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PACKAGE = Path(__file__).resolve().parent
+PROJECT_ROOT = PACKAGE.parents[1]  # the checkout's root, when the package runs from one
 DEFAULT_TTL_MS = 3_600_000
 DEFAULT_TENANT = "<default>"
 MAX_QUARANTINE_RATIO = 0.01
@@ -76,7 +77,7 @@ STAGED_RUN_MAX_AGE_SECONDS = 24 * 3600  # frames an abandoned Airflow run staged
 DATA_DOCS_INDEX_VALIDATIONS = 50  # the latest validations the Data Docs index lists (10 runs' gates)
 
 STREAMS = ("messages", "workflow_events")
-STAGE_NAMES = ("bronze", "silver", "gold")  # run/stages.STAGES' names, for what must not import Spark
+STAGE_NAMES = ("bronze", "silver", "gold")  # the stages of a run, in order (run/stages.STAGES)
 
 # Lake layout: logical name -> path relative to the lake root.
 TABLES = {
@@ -150,7 +151,13 @@ def _env_number(name: str, default: float, kind: type, low: float, high: float, 
 
 
 def state_dir() -> Path:
-    return Path(_env("CORRELAKE_HOME", str(PROJECT_ROOT / ".local")))
+    """CORRELAKE_HOME: by default the checkout's `.local`, or, for an installed package, the
+    user's state folder (`$XDG_STATE_HOME/correlake`, `~/.local/state/correlake`)."""
+    if (home := _env("CORRELAKE_HOME")) is not None:
+        return Path(home)
+    if (PROJECT_ROOT / "pyproject.toml").is_file():
+        return PROJECT_ROOT / ".local"
+    return Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state") / "correlake"
 
 
 @dataclass(frozen=True)
@@ -309,9 +316,16 @@ def demo_dir() -> Path:
     return state_dir() / "demo"
 
 
+def data_dir(name: str) -> Path:
+    """A folder of the project the package reads (`sql`, `expectations`, `examples/consumers`):
+    the copy an installed package carries (`setup.py`), else the checkout's."""
+    packaged = PACKAGE / "_data" / name
+    return packaged if packaged.is_dir() else PROJECT_ROOT / name
+
+
 def sql_dir() -> Path:
-    return PROJECT_ROOT / "sql"
+    return data_dir("sql")
 
 
 def expectations_dir() -> Path:
-    return PROJECT_ROOT / "expectations"
+    return data_dir("expectations")

@@ -109,8 +109,8 @@ def _gold_gate(run: StagedRun) -> dict[str, DataFrame]:
     return gates.gold_frames({name: run.frame(name) for name in GOLD_TABLES})
 
 
-STAGES = (Stage("bronze", _bronze, _bronze_gate), Stage("silver", _silver, _silver_gate),
-          Stage("gold", _gold, _gold_gate))
+STAGES = tuple(Stage(name, compute, gate) for name, (compute, gate) in zip(
+    STAGE_NAMES, ((_bronze, _bronze_gate), (_silver, _silver_gate), (_gold, _gold_gate)), strict=True))
 
 
 def stage_named(name: str) -> Stage:

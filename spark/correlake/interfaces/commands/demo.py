@@ -49,12 +49,12 @@ def _deliver(root: Path, lake: str) -> None:
     import subprocess
     import sys
 
-    from correlake.config import PROJECT_ROOT
+    from correlake.config import data_dir
     from correlake.delivery import deliver as delivery
     from correlake.delivery.sinks import open_sink
 
     ledger = root / "receiver.sqlite"
-    receiver = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "examples" / "consumers" / "webhook_receiver.py"),
+    receiver = subprocess.Popen([sys.executable, str(data_dir("examples/consumers") / "webhook_receiver.py"),
                                  str(ledger), "--port", "0"], stderr=subprocess.PIPE, text=True)
     try:
         url = receiver.stderr.readline().split()[3]  # "webhook receiver on http://127.0.0.1:<port>/ (…)"
