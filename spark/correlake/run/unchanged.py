@@ -14,8 +14,10 @@ from correlake.run.result import RunResult
 
 def check(landing: str, lake: str, as_of: int | None = None) -> RunResult | None:
     """The result of a run that would find nothing new and leave `as_of` where it is, or
-    None if the run has something to do (or this check cannot tell). The caller holds
-    the lake's lock."""
+    None if the run has something to do (or this check cannot tell). It only reads, without
+    the lake's lock (the run takes it once, if it runs): racing another run, it answers as
+    the lake was before or after that run's publish (each table read is a Delta snapshot,
+    and a run in progress is an unfinished one: something to do)."""
     if unfinished_run(lake) is not None:
         return None
     if lake_as_of.needs_migration(lake):

@@ -31,7 +31,7 @@ def execute(landing: str | None, lake: str, as_of: int | None = None, max_quaran
             wait: float = 0.0, dry_run: bool = False) -> int:
     """A run over `landing`, or a rebuild (None), on the driver if one serves; its summary printed.
     A run that would find nothing to do says so without starting Spark (`run/unchanged.py`)."""
-    from correlake.lake.lock import check_free, run_lock
+    from correlake.lake.lock import check_free
     from correlake.run import unchanged
     from correlake.run.summary import summary
 
@@ -42,10 +42,7 @@ def execute(landing: str | None, lake: str, as_of: int | None = None, max_quaran
     landing, lake = (None if landing is None else absolute(landing)), absolute(lake)
     if not wait:
         check_free(lake)  # before Spark starts
-    result = None
-    if landing is not None:
-        with run_lock(lake, wait):
-            result = unchanged.check(landing, lake, as_of)
+    result = None if landing is None else unchanged.check(landing, lake, as_of)
     if result is None:
         from correlake.driver import client
         from correlake.quality.gates import GateFailed
