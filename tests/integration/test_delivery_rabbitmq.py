@@ -321,8 +321,9 @@ def test_broker_killed_mid_send_then_restarted(broker, sink, tmp_path, monkeypat
     assert all(o.detail.startswith(("not confirmed: connection lost", "not sent: connection lost"))
                for _, o in second if o.verdict == RETRY)
     in_flight = [e for e, o in second if o.detail.startswith("not confirmed")]
-    assert len(in_flight) >= 500, len(in_flight)  # many keys' events in flight when the broker died
-    assert any(len(lines.waiting[(e.tenant_id, e.correlation_key)]) > 1 for e in in_flight)  # later ones waiting
+    assert len(in_flight) >= 500, len(in_flight)  # many keys' events in flight when the broker died (2000, the window, when measured)
+    behind = sum(len(lines.waiting[(e.tenant_id, e.correlation_key)]) > 1 for e in in_flight)
+    assert behind >= 100, behind  # and behind many, the key's later events (1000 when measured)
     assert {o.verdict for o in sink.send(lines.heads()[:10])} == {RETRY}  # still down: RETRY, no exception
     broker.restart()
     lines.send_all(sink)
