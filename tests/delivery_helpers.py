@@ -1,5 +1,10 @@
-"""Delivery without Spark: an outbox written with delta-rs as a run would publish it, and a
-real HTTP receiver that deduplicates by event id (the webhook tests and the benchmark)."""
+"""Delivery without Spark: an outbox written with delta-rs as a run would publish it, a real
+HTTP receiver that deduplicates by event id (the webhook tests and the benchmark), and the
+order checks of the delivery tests.
+
+Delivery's order is per ordering key, `(tenant_id, correlation_key)` (revision 2 of the
+contract): the checks take what was sent or applied as (tenant_id, correlation_key,
+sequence) rows in the order it happened and look at each ordering key's rows apart."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import json
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pyarrow as pa
@@ -31,6 +37,33 @@ def event(tenant: str, key: str, sequence: int, message_key: int, variables: dic
     return {"event_id": event_id, "kind": CORRELATED, "tenant_id": tenant, "correlation_key": key,
             "message_key": message_key, "bpmn_process_id": "p", "sequence": sequence, "partition": partition,
             "payload": json.dumps(payload, separators=(",", ":")), "_run_id": "r1"}
+
+
+Row = tuple[str, str, int]  # (tenant_id, correlation_key, sequence)
+
+
+def by_ordering_key(rows: Iterable[Row]) -> dict[tuple[str, str], list[int]]:
+    """Each ordering key's sequences, in the order of `rows`."""
+    keyed = defaultdict(list)
+    for tenant, key, sequence in rows:
+        keyed[(tenant, key)].append(sequence)
+    return dict(keyed)
+
+
+def out_of_order(rows: Iterable[Row]) -> dict[tuple[str, str], list[int]]:
+    """The ordering keys whose sequences go down somewhere (one sent again is no disorder)."""
+    return {key: seqs for key, seqs in by_ordering_key(rows).items() if seqs != sorted(seqs)}
+
+
+def not_in_sequence(rows: Iterable[Row]) -> dict[tuple[str, str], list[int]]:
+    """The ordering keys whose sequences are not 1, 2, 3… (in order, none missing, none twice)."""
+    return {key: seqs for key, seqs in by_ordering_key(rows).items() if seqs != list(range(1, len(seqs) + 1))}
+
+
+def by_key_alone(rows: Iterable[Row]) -> list[Row]:
+    """`rows` with the tenants made one: what a check grouping by `correlation_key` alone sees.
+    A workload in which a check passes on `rows` and fails on these tells the tenants apart."""
+    return [("*", key, sequence) for _, key, sequence in rows]
 
 
 def write_outbox(lake: str, rows: list[dict], batch: int = 1_000_000) -> None:
@@ -90,12 +123,13 @@ class Receiver:
                 self.applied.setdefault(event["event_id"], len(self.applied))
         return status, wait
 
+    def rows(self) -> list[Row]:
+        """The requests as (tenant, key, sequence), in the order they came."""
+        return [(tenant, key, sequence) for _, tenant, key, sequence, _ in self.requests]
+
     def sequences(self) -> dict[tuple[str, str], list[int]]:
-        """Each key's sequences in the order their requests came."""
-        by_key = defaultdict(list)
-        for _, tenant, key, sequence, _ in self.requests:
-            by_key[(tenant, key)].append(sequence)
-        return by_key
+        """Each ordering key's sequences in the order their requests came."""
+        return by_ordering_key(self.rows())
 
     def close(self) -> None:
         self.server.shutdown()

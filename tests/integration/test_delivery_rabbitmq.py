@@ -4,7 +4,12 @@ outcomes (confirmed, returned, oversized, unreachable), `drained`, and two fault
 broker SIGKILLed mid-send and a consumer SIGKILLed before acknowledging — after which the
 idempotent example consumer (examples/consumers/) holds every event exactly once, in order.
 The last tests run `correlake deliver --sink rabbitmq` passes over an outbox written with
-delta-rs (no Spark): the broker killed mid-pass, and a change of the partition count."""
+delta-rs (no Spark): the broker killed mid-pass, and a change of the partition count.
+
+Order is per ordering key (tenant_id, correlation_key): every workload has two tenants on
+the same correlation keys, one's events of a key queued after the other's, so that an
+order check by correlation key alone fails on it (each check asserts that it would).
+Consumers stop once they applied the events expected, or fail the test after a timeout."""
 
 from __future__ import annotations
 
@@ -16,18 +21,18 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 
 import pika
 import pytest
 
 from correlake.config import PROJECT_ROOT
-from correlake.delivery.events import ACK, CORRELATED, REJECT, RETRY, Event, partition_of
+from correlake.delivery.events import ACK, CORRELATED, REJECT, RETRY, Event, Outcome, partition_of
 from correlake.delivery import rabbitmq
 from correlake.delivery.rabbitmq import EXCHANGE, RabbitMQSink, queue_name
 from correlake.errors import DeliveryError
 from correlake.interfaces import cli
-from delivery_helpers import TENANT, write_outbox
+from delivery_helpers import TENANT, by_key_alone, not_in_sequence, out_of_order, write_outbox
 from delivery_helpers import event as outbox_row
 from helpers import free_port
 
@@ -37,6 +42,8 @@ from rabbitmq_consumer import consume  # noqa: E402
 
 PARTITIONS = 4
 FAST = "NORMAL"  # the ledger's commits survive a killed process (what these tests kill), without an fsync each
+TENANTS = ("t1", "t2")
+WAIT = 300  # seconds a consumer may take to get what it expects before the test fails (a busy machine is slow)
 
 
 def event(key: str, sequence: int, partitions: int = PARTITIONS, *, size: int = 0, tenant: str = "t1") -> Event:
@@ -49,8 +56,41 @@ def event(key: str, sequence: int, partitions: int = PARTITIONS, *, size: int = 
 
 
 def rounds(keys: int, sequences: int) -> list[list[Event]]:
-    """Each key's events 1…sequences, one round per sequence (as a pass sends a key's head only)."""
-    return [[event(f"k{k}", s) for k in range(keys)] for s in range(1, sequences + 1)]
+    """Each key's events 1…sequences, one round per sequence (as a pass sends a key's head
+    only), tenant t1's rounds and then t2's: by correlation key alone, t2's 1 follows t1's last."""
+    return [[event(f"k{k}", s, tenant=t) for k in range(keys)] for t in TENANTS for s in range(1, sequences + 1)]
+
+
+class Lines:
+    """Events waiting by ordering key, as a pass keeps them: a round sends every key's head
+    (its first event not acknowledged) at once; a head acknowledged leaves, the next is head."""
+
+    def __init__(self, events: list[Event]):
+        self.waiting: dict[tuple[str, str], list[Event]] = {}
+        for e in sorted(events, key=lambda e: e.sequence):
+            self.waiting.setdefault((e.tenant_id, e.correlation_key), []).append(e)
+
+    def heads(self) -> list[Event]:
+        return [line[0] for line in self.waiting.values()]
+
+    def send_round(self, sink: RabbitMQSink) -> list[tuple[Event, Outcome]]:
+        heads = self.heads()
+        sent = list(zip(heads, sink.send(heads)))
+        for head, outcome in sent:
+            key = (head.tenant_id, head.correlation_key)
+            if outcome.verdict == ACK:
+                self.waiting[key].pop(0)
+                if not self.waiting[key]:
+                    del self.waiting[key]
+        return sent
+
+    def send_all(self, sink: RabbitMQSink, rounds: int = 10) -> None:
+        for _ in range(rounds):
+            if not self.waiting:
+                return
+            outcomes = [o for _, o in self.send_round(sink) if o.verdict != ACK]
+        if self.waiting:
+            raise AssertionError(f"not acknowledged after {rounds} rounds: {outcomes[:3]}")
 
 
 @pytest.fixture
@@ -83,39 +123,43 @@ def sink(broker):
     sink.close()
 
 
-def send_until_acked(sink: RabbitMQSink, events: list[Event], tries: int = 5) -> None:
-    for _ in range(tries):
-        outcomes = sink.send(events)
-        events = [e for e, o in zip(events, outcomes) if o.verdict != ACK]
-        if not events:
-            return
-    raise AssertionError(f"not acknowledged after {tries} sends: {outcomes[:3]}")
-
-
-def get_all(url: str, queue: str) -> list[tuple[pika.BasicProperties, bytes]]:
+def get_all(url: str, queue: str, count: int) -> list[tuple[pika.BasicProperties, bytes]]:
+    """The queue's `count` messages, and none more. A consumer (basic.get is refused on a
+    single-active-consumer queue) taking one message at a time: a message more stays ready
+    in the queue, where its message count shows it."""
     connection = pika.BlockingConnection(pika.URLParameters(url))
     channel = connection.channel()
-    got = []  # basic.get is refused on a single-active-consumer queue: consume until a second of quiet
-    for method, properties, body in channel.consume(queue, auto_ack=True, inactivity_timeout=1):
-        if method is None:
-            break
-        got.append((properties, body))
+    channel.basic_qos(prefetch_count=1)
+    got = []
+    if count:
+        for method, properties, body in channel.consume(queue, inactivity_timeout=WAIT):
+            assert method is not None, f"{len(got)} of {count} messages from {queue} (none for {WAIT} s)"
+            got.append((properties, body))
+            if len(got) == count:
+                break
+            channel.basic_ack(method.delivery_tag)
+        channel.cancel()  # before the last acknowledgement: nothing more is delivered to us
+        channel.basic_ack(method.delivery_tag)
+    left = channel.queue_declare(queue, passive=True).method.message_count
     connection.close()
+    assert left == 0, f"{left} messages in {queue} after the {count} expected"
     return got
 
 
-def effects(ledger) -> list[tuple[str, str, int]]:
+def effects(ledger) -> list[tuple[str, str, str, int]]:
     with sqlite3.connect(ledger) as conn:
-        return conn.execute("SELECT event_id, correlation_key, sequence FROM effects ORDER BY applied").fetchall()
+        return conn.execute("SELECT event_id, tenant_id, correlation_key, sequence FROM effects "
+                            "ORDER BY applied").fetchall()
 
 
 def assert_exactly_once_in_order(ledger, sent: list[Event]) -> None:
+    """Each event applied once, each ordering key's in sequence order; and the workload tells
+    the tenants apart: by correlation key alone, the same effects are out of order."""
     applied = effects(ledger)
-    assert Counter(e for e, _, _ in applied) == Counter(e.event_id for e in sent)  # each once, none missing
-    by_key = defaultdict(list)
-    for _, key, sequence in applied:
-        by_key[key].append(sequence)
-    assert all(sequences == sorted(sequences) for sequences in by_key.values())
+    assert Counter(e for e, *_ in applied) == Counter(e.event_id for e in sent)  # each once, none missing
+    rows = [row[1:] for row in applied]
+    assert out_of_order(rows) == {}
+    assert out_of_order(by_key_alone(rows)), "by correlation key alone in order too: the workload cannot tell"
 
 
 def test_declarations_match_the_contract(broker, sink):
@@ -150,20 +194,22 @@ def test_events_arrive_with_the_contracts_properties_in_order(broker, sink):
         assert [o.verdict for o in sink.send(batch)] == [ACK] * len(batch)
     flat = [e for batch in sent for e in batch]
     by_id = {e.event_id: e for e in flat}
-    received = 0
+    received, alone = 0, {}
     for partition in range(PARTITIONS):
-        got = get_all(broker.url, queue_name(partition))
+        got = get_all(broker.url, queue_name(partition), sum(e.partition == partition for e in flat))
         received += len(got)
-        last: dict[str, int] = {}
+        rows = []
         for properties, body in got:
             e = by_id[properties.message_id]
             assert (body, e.partition) == (e.body, partition)
             assert (properties.content_type, properties.delivery_mode) == ("application/json", 2)
             assert properties.headers == {"tenant_id": e.tenant_id, "correlation_key": e.correlation_key,
                                           "sequence": e.sequence, "kind": e.kind}
-            assert e.sequence == last.get(e.correlation_key, 0) + 1  # in order within the partition
-            last[e.correlation_key] = e.sequence
+            rows.append((e.tenant_id, e.correlation_key, e.sequence))
+        assert not_in_sequence(rows) == {}  # each ordering key's 1, 2, 3 in order within the partition
+        alone |= not_in_sequence(by_key_alone(rows))
     assert received == len(flat)
+    assert alone, "by correlation key alone in sequence too: the workload cannot tell"
 
 
 def test_outcomes_returned_oversized_unreachable_and_bad_credentials(broker, sink):
@@ -209,13 +255,13 @@ def test_one_active_consumer_per_partition(broker, sink):
                 if connection.is_open:
                     connection.process_data_events(time_limit=0.1)
 
-    send_until_acked(sink, events)
+    Lines(events).send_all(sink)
     pump_until(lambda: len(got[0]) + len(got[1]) >= len(events))
     active = 0 if got[0] else 1
     assert got[active] == [e.event_id for e in events] and got[1 - active] == []
     connections[active].close()  # the other one takes over
     more = [event(e.correlation_key, 2) for e in events]
-    send_until_acked(sink, more)
+    Lines(more).send_all(sink)
     pump_until(lambda: len(got[1 - active]) >= len(more))
     assert got[1 - active] == [e.event_id for e in more]
     connections[1 - active].close()
@@ -231,14 +277,32 @@ def test_drained(broker, sink):
     assert sink.drained(PARTITIONS) and sink.drained(16)  # empty, and queues never declared
     [outcome] = sink.send([event("k", 1)])
     assert outcome.verdict == ACK and not sink.drained(PARTITIONS)
-    get_all(broker.url, queue_name(event("k", 1).partition))
+    get_all(broker.url, queue_name(event("k", 1).partition), 1)
     assert sink.drained(PARTITIONS)
 
 
 @pytest.mark.kills_broker
 def test_broker_killed_mid_send_then_restarted(broker, sink, tmp_path, monkeypatch):
-    """Events whose confirm never came are RETRY; resent after the restart, each is in effect once."""
-    first = [event(f"k{k}", 1, size=300) for k in range(20_000)]
+    """Rounds sent as a pass sends them (`Lines`): t2's first two events of every 4th key
+    acknowledged before; then every key's events of t1 (one to three) and those keys' next two
+    of t2. The broker is SIGKILLed in the second round, with events of many keys in flight
+    unconfirmed and some keys' later events waiting behind them. Those whose confirm never came
+    are RETRY; the rounds go on after the restart, and each event is in effect once, each
+    ordering key's in order.
+
+    What it can catch today: an event lost or applied twice across the crash, a confirm
+    reported for an event the broker did not keep (its key goes on without it: missing), a
+    restarted queue handing out its messages in another order than it took them. What it
+    cannot: a key's event overtaking an earlier one of the key sent with it whose confirm was
+    lost. A round sends at most one event of an ordering key (spark/correlake/delivery/
+    deliver.py), so a key's next event is only sent once the one before is confirmed."""
+    keys = 6000
+    earlier = [event(f"k{k}", s, size=300, tenant="t2") for k in range(0, keys, 4) for s in (1, 2)]
+    later = [event(f"k{k}", s, size=300) for k in range(keys) for s in range(1, 2 + k % 3)]
+    later += [event(f"k{k}", s, size=300, tenant="t2") for k in range(0, keys, 4) for s in (3, 4)]
+    Lines(earlier).send_all(sink)
+    lines = Lines(later)
+    assert {o.verdict for _, o in lines.send_round(sink)} == {ACK}
     beam, confirmed = broker.beam_pid(), rabbitmq._Link._confirmed
 
     def confirmed_then_crash(link, frame):  # the crash lands mid-send, whatever the machine's speed
@@ -249,21 +313,24 @@ def test_broker_killed_mid_send_then_restarted(broker, sink, tmp_path, monkeypat
 
     monkeypatch.setattr(rabbitmq._Link, "_confirmed", confirmed_then_crash)
     crashing = RabbitMQSink(broker.url)  # its channel takes the patched callback
-    outcomes = crashing.send(first)
+    second = lines.send_round(crashing)
     crashing.close()
     monkeypatch.undo()
-    verdicts = Counter(o.verdict for o in outcomes)
+    verdicts = Counter(o.verdict for _, o in second)
     assert verdicts[ACK] > 0 and verdicts[RETRY] > 0 and set(verdicts) == {ACK, RETRY}, verdicts
     assert all(o.detail.startswith(("not confirmed: connection lost", "not sent: connection lost"))
-               for o in outcomes if o.verdict == RETRY)
-    assert {o.verdict for o in sink.send(first[:10])} == {RETRY}  # still down: RETRY, no exception
+               for _, o in second if o.verdict == RETRY)
+    in_flight = [e for e, o in second if o.detail.startswith("not confirmed")]
+    assert len(in_flight) >= 500, len(in_flight)  # many keys' events in flight when the broker died (2000, the window, when measured)
+    behind = sum(len(lines.waiting[(e.tenant_id, e.correlation_key)]) > 1 for e in in_flight)
+    assert behind >= 100, behind  # and behind many, the key's later events (1000 when measured)
+    assert {o.verdict for o in sink.send(lines.heads()[:10])} == {RETRY}  # still down: RETRY, no exception
     broker.restart()
-    send_until_acked(sink, [e for e, o in zip(first, outcomes) if o.verdict == RETRY])
-    second = [event(f"k{k}", 2) for k in range(0, 20_000, 100)]
-    send_until_acked(sink, second)
+    lines.send_all(sink)
     ledger = tmp_path / "ledger.sqlite"
-    consume(broker.url, ledger, list(range(PARTITIONS)), prefetch=500, idle_exit=2, synchronous=FAST)
-    assert_exactly_once_in_order(ledger, first + second)
+    consume(broker.url, ledger, list(range(PARTITIONS)), prefetch=500, until_applied=len(earlier) + len(later),
+            timeout=WAIT, synchronous=FAST)
+    assert_exactly_once_in_order(ledger, earlier + later)
 
 
 CHILD = """
@@ -286,7 +353,7 @@ def test_consumer_killed_before_acknowledging(broker, sink, tmp_path):
     partition, ledger = 0, tmp_path / "ledger.sqlite"
     sent = [[e for e in batch if e.partition == partition] for batch in rounds(keys=60, sequences=3)]
     for batch in sent:
-        send_until_acked(sink, batch)
+        Lines(batch).send_all(sink)
     code = CHILD.format(consumers=str(CONSUMERS), url=broker.url, ledger=str(ledger), partition=partition, fast=FAST)
     child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
@@ -295,8 +362,8 @@ def test_consumer_killed_before_acknowledging(broker, sink, tmp_path):
     finally:
         os.kill(child.pid, signal.SIGKILL)
         child.wait(30)
-    handled = consume(broker.url, ledger, [partition], idle_exit=2, synchronous=FAST)
     flat = [e for batch in sent for e in batch]
+    handled = consume(broker.url, ledger, [partition], until_applied=len(flat) - 5, timeout=WAIT, synchronous=FAST)
     assert handled == len(flat) - 4  # the 5th comes again (a duplicate, acknowledged unapplied)
     assert_exactly_once_in_order(ledger, flat)
 
@@ -304,6 +371,11 @@ def test_consumer_killed_before_acknowledging(broker, sink, tmp_path):
 # -- `correlake deliver --sink rabbitmq` ----------------------------------------------------
 KEYS, SEQUENCES = 2000, 3
 OUTBOX = [outbox_row(TENANT, f"order-{k}", s, k * 10 + s) for k in range(KEYS) for s in range(1, SEQUENCES + 1)]
+
+
+def other_tenant(sequences) -> list[dict]:
+    """Tenant t2's events `sequences` of every 4th of OUTBOX's correlation keys."""
+    return [outbox_row("t2", f"order-{k}", s, 100_000 + k * 10 + s) for k in range(0, KEYS, 4) for s in sequences]
 
 
 @pytest.fixture
@@ -327,16 +399,21 @@ def delivery_statuses(lake: str) -> Counter:
 
 
 def outbox_events(rows: list[dict]) -> list[Event]:
-    """Outbox rows as events (what `assert_exactly_once_in_order` reads of them: id, key, sequence)."""
+    """Outbox rows as events (what `assert_exactly_once_in_order` reads of them: their ids)."""
     return [Event(r["event_id"], r["kind"], r["tenant_id"], r["correlation_key"], r["message_key"], r["sequence"],
                   r["partition"], r["payload"].encode()) for r in rows]
 
 
 @pytest.mark.kills_broker
-def test_a_pass_with_the_broker_killed_mid_pass(broker, outbox_lake, tmp_path, monkeypatch, capsys):
-    """The broker SIGKILLed while the pass's second round is being sent: the pass ends with
-    events to retry; after a restart the next pass delivers the rest; the consumer applies
-    every outbox event once, each key's in sequence order."""
+def test_a_pass_with_the_broker_killed_mid_pass(broker, tmp_path, monkeypatch, capsys):
+    """A first run's events (t2's, of every 4th key) delivered; then the broker SIGKILLed
+    while the next run's (OUTBOX) second round is being sent: the pass ends with events to
+    retry; after a restart the next pass delivers the rest; the consumer applies every outbox
+    event once, each ordering key's in sequence order."""
+    lake, earlier = str(tmp_path / "lake"), other_tenant((1, 2))
+    write_outbox(lake, earlier)
+    assert deliver(lake, broker.url) == 0
+    write_outbox(lake, OUTBOX)
     real_send, confirmed, calls = RabbitMQSink.send, rabbitmq._Link._confirmed, []
 
     def send(sink, events):
@@ -350,32 +427,36 @@ def test_a_pass_with_the_broker_killed_mid_pass(broker, outbox_lake, tmp_path, m
 
     monkeypatch.setattr(RabbitMQSink, "send", send)
     monkeypatch.setattr(rabbitmq._Link, "_confirmed", confirmed_then_crash)
-    assert deliver(outbox_lake, broker.url, "--max-seconds", "3") == 0
+    assert deliver(lake, broker.url, "--max-seconds", "3") == 0
     assert not broker.running()
-    after_kill = delivery_statuses(outbox_lake)
-    assert after_kill["ACKED"] >= KEYS and after_kill["AWAITED"] > 0, after_kill
+    after_kill = delivery_statuses(lake)
+    assert after_kill["ACKED"] >= len(earlier) + KEYS and after_kill["AWAITED"] > 0, after_kill
     assert "to retry" in capsys.readouterr().out
     broker.restart()
-    assert deliver(outbox_lake, broker.url) == 0
-    assert delivery_statuses(outbox_lake) == {"ACKED": len(OUTBOX)}
+    assert deliver(lake, broker.url) == 0
+    assert delivery_statuses(lake) == {"ACKED": len(earlier) + len(OUTBOX)}
     ledger = tmp_path / "ledger.sqlite"
-    consume(broker.url, ledger, list(range(PARTITIONS)), prefetch=500, idle_exit=2, synchronous=FAST)
-    assert_exactly_once_in_order(ledger, outbox_events(OUTBOX))
+    consume(broker.url, ledger, list(range(PARTITIONS)), prefetch=500, until_applied=len(earlier) + len(OUTBOX),
+            timeout=WAIT, synchronous=FAST)
+    assert_exactly_once_in_order(ledger, outbox_events(earlier + OUTBOX))
 
 
 def test_a_partition_change_waits_until_the_old_queues_are_drained(broker, outbox_lake, tmp_path, capsys):
     """Events routed by 4 partitions wait in their queues: a pass with 2 sends nothing; once
-    a consumer emptied them, it sends each key's next event by the new partitions."""
+    a consumer emptied them, it sends each key's next event, and t2's first of every 4th key,
+    by the new partitions."""
     assert deliver(outbox_lake, broker.url) == 0
     later = [outbox_row(TENANT, f"order-{k}", SEQUENCES + 1, k * 10 + SEQUENCES + 1) for k in range(KEYS)]
+    later += other_tenant((1,))
     write_outbox(outbox_lake, later)  # a later run's events
     capsys.readouterr()
     assert deliver(outbox_lake, broker.url, "--partitions", "2") == 0
     assert "still holds events" in capsys.readouterr().out
     assert delivery_statuses(outbox_lake) == {"ACKED": len(OUTBOX)}  # nothing sent (nor registered)
     ledger = tmp_path / "ledger.sqlite"
-    consume(broker.url, ledger, list(range(PARTITIONS)), prefetch=500, idle_exit=2, synchronous=FAST)
+    consume(broker.url, ledger, list(range(PARTITIONS)), prefetch=500, until_applied=len(OUTBOX), timeout=WAIT,
+            synchronous=FAST)
     assert deliver(outbox_lake, broker.url, "--partitions", "2") == 0
     assert delivery_statuses(outbox_lake) == {"ACKED": len(OUTBOX) + len(later)}
-    consume(broker.url, ledger, [0, 1], prefetch=500, idle_exit=2, synchronous=FAST)
+    consume(broker.url, ledger, [0, 1], prefetch=500, until_applied=len(later), timeout=WAIT, synchronous=FAST)
     assert_exactly_once_in_order(ledger, outbox_events(OUTBOX + later))

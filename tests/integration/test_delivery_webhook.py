@@ -1,6 +1,10 @@
 """`correlake deliver --sink webhook` against a real HTTP receiver in this process: order per
-key, retries, group cancellation, timeouts, expiry, requeue, the lock, the signature, a
-killed pass. No Spark but in the last test: the outbox is written with delta-rs."""
+ordering key, retries, group cancellation, timeouts, expiry, requeue, the lock, the
+signature, a killed pass. No Spark but in the last test: the outbox is written with delta-rs.
+
+Order is per ordering key (tenant_id, correlation_key): tenant t2 has events of one of the
+default tenant's correlation keys, and the order checks assert that, by correlation key
+alone, the same requests would fail them."""
 
 from __future__ import annotations
 
@@ -23,16 +27,17 @@ from correlake.config import table_path
 from correlake.delivery.events import partition_of
 from correlake.interfaces import cli
 from correlake.lake.lock import held
-from delivery_helpers import TENANT, Receiver, event, write_outbox
+from delivery_helpers import TENANT, Receiver, by_key_alone, event, not_in_sequence, out_of_order, write_outbox
 
 FAST_RETRY = ["--retry-base", "0.01", "--retry-cap", "0.05"]
 GROUP = 21  # order-2's first two events: one message correlated twice
+SHARED = "order-0"  # the correlation key of both tenants' events
 
 
 def _rows() -> list[dict]:
     rows = [event(TENANT, f"order-{k}", s, GROUP if (k, s) == (2, 2) else k * 10 + s)
             for k in range(6) for s in (1, 2, 3)]
-    return rows + [event("t2", "order-0", s, 100 + s) for s in (1, 2)]
+    return rows + [event("t2", SHARED, s, 100 + s) for s in (1, 2)]
 
 
 ROWS = _rows()
@@ -84,16 +89,18 @@ def statuses(lake: str) -> Counter:
 
 
 def assert_in_order(receiver: Receiver) -> None:
-    """Each key's requests in sequence order: a later event only after the earlier one's end."""
-    for key, sequences in receiver.sequences().items():
-        assert sequences == sorted(sequences), key
+    """Each ordering key's requests in sequence order (a later event only after the earlier
+    one's end), where by correlation key alone they are not: t2 went on while TENANT waited."""
+    assert out_of_order(receiver.rows()) == {}
+    assert list(out_of_order(by_key_alone(receiver.rows()))) == [("*", SHARED)]
 
 
 def test_every_event_acknowledged_once_in_key_order(lake, receiver, capsys):
     code, out = deliver(lake, receiver, "--partitions", "3", capsys=capsys)
     assert code == 0
     assert set(receiver.applied) == set(EVENT.values()) and len(receiver.requests) == len(ROWS)
-    assert all(sequences == sorted(set(sequences)) for sequences in receiver.sequences().values())
+    assert not_in_sequence(receiver.rows()) == {}  # each ordering key's 1, 2, 3 once, in order
+    assert list(not_in_sequence(by_key_alone(receiver.rows()))) == [("*", SHARED)]  # both tenants' 1, 2
     assert statuses(lake) == {"ACKED": len(ROWS)}
     assert all(r["attempts"] == 1 and r["last_error"] is None for r in state(lake).values())
     assert [a["outcome"] for a in attempts(lake)] == ["ACK"] * len(ROWS)
@@ -108,11 +115,14 @@ def test_every_event_acknowledged_once_in_key_order(lake, receiver, capsys):
 
 
 def test_retries_then_acknowledged_and_the_key_waits(lake, receiver, capsys):
-    head = EVENT[(TENANT, "order-1", 1)]
+    """The key's later events wait for its head; t2's events of the same correlation key do not."""
+    head = EVENT[(TENANT, SHARED, 1)]
     receiver.script[head] = [500, 503, 429]
     code, out = deliver(lake, receiver, *FAST_RETRY, capsys=capsys)
     assert code == 0 and "3 to retry" in out
-    assert receiver.sequences()[(TENANT, "order-1")] == [1, 1, 1, 1, 2, 3]
+    assert receiver.sequences()[(TENANT, SHARED)] == [1, 1, 1, 1, 2, 3]
+    assert receiver.sequences()[("t2", SHARED)] == [1, 2]
+    assert_in_order(receiver)  # t2's 2 before TENANT's 1 acknowledged (its 4th try, in the 4th round or later)
     assert statuses(lake) == {"ACKED": len(ROWS)} and state(lake)[head]["attempts"] == 4
     tried = [(a["attempt"], a["outcome"], a["detail"]) for a in attempts(lake) if a["event_id"] == head]
     assert tried == [(1, "RETRY", "HTTP 500 Internal Server Error"), (2, "RETRY", "HTTP 503 Service Unavailable"),
@@ -222,12 +232,15 @@ def test_nothing_to_deliver_before_a_run_published(tmp_path, receiver, capsys):
 
 def test_a_killed_pass_then_another_delivers_each_event_once_in_effect(lake, receiver):
     """SIGKILL mid-pass (a slow receiver, one lane); the next pass sends the unrecorded round
-    again; the idempotent receiver applies each event once, each key in order."""
+    again; the idempotent receiver applies each event once, each ordering key in order. t2's
+    first event is answered 503 twice: its third try comes in a later round than TENANT's
+    second event of the same correlation key."""
     receiver.reset(delay=0.25)
+    receiver.script[EVENT[("t2", SHARED, 1)]] = [503, 503]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(cli.__file__).parents[2]), os.environ.get(
         "PYTHONPATH", "")])}
     child = subprocess.Popen([sys.executable, "-m", "correlake.interfaces.cli", "deliver", "--lake", lake, "--sink",
-                              "webhook", "--url", receiver.url, "--partitions", "1"], env=env,
+                              "webhook", "--url", receiver.url, "--partitions", "1", *FAST_RETRY], env=env,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 60
     while len(receiver.requests) < 10 and time.monotonic() < deadline:  # into the pass's second round
@@ -237,7 +250,7 @@ def test_a_killed_pass_then_another_delivers_each_event_once_in_effect(lake, rec
     before = len(receiver.requests)
     assert 10 <= before < len(ROWS)
     receiver.delay = 0.0
-    assert deliver(lake, receiver)[0] == 0
+    assert deliver(lake, receiver, *FAST_RETRY)[0] == 0
     assert set(receiver.applied) == set(EVENT.values()) and len(receiver.requests) > len(ROWS)  # some twice
     assert_in_order(receiver)
     assert statuses(lake) == {"ACKED": len(ROWS)}
