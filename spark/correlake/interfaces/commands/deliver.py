@@ -14,7 +14,18 @@ from correlake.interfaces import options
 def add_parser(sub) -> argparse.ArgumentParser:
     parser = sub.add_parser("deliver", help="send the outbox's due events to a webhook or RabbitMQ, in order per key")
     options.add_lake(parser)
-    parser.add_argument("--sink", required=True, choices=SINKS, help="where the events go")
+    add_sink_options(parser, required=True)
+    parser.add_argument("--requeue-dead-letters", action="store_true",
+                        help="first put dead letters (CANCELLED, EXPIRED) back to PENDING")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--event-id", help="with --requeue-dead-letters: only this event")
+    which.add_argument("--message-key", type=int, help="with --requeue-dead-letters: only this message's events")
+    return parser
+
+
+def add_sink_options(parser: argparse.ArgumentParser, required: bool) -> None:
+    """The sink and a pass's settings (`deliver`, and `watch`, where the sink is optional)."""
+    parser.add_argument("--sink", required=required, choices=SINKS, help="where the events go")
     parser.add_argument("--url", help="the webhook's URL (http:// or https://); secret: $" + config.WEBHOOK_SECRET_ENV)
     parser.add_argument("--amqp-url", help="the RabbitMQ broker (amqp:// or amqps://)")
     parser.add_argument("--partitions", type=options.positive, default=config.DELIVERY_PARTITIONS, metavar="N",
@@ -30,12 +41,22 @@ def add_parser(sub) -> argparse.ArgumentParser:
     parser.add_argument("--delivery-ttl", type=options.seconds, default=config.DELIVERY_TTL_SECONDS,
                         metavar="SECONDS", help="an event not acknowledged this long after its first attempt "
                         "expires (default %(default)s)")
-    parser.add_argument("--requeue-dead-letters", action="store_true",
-                        help="first put dead letters (CANCELLED, EXPIRED) back to PENDING")
-    which = parser.add_mutually_exclusive_group()
-    which.add_argument("--event-id", help="with --requeue-dead-letters: only this event")
-    which.add_argument("--message-key", type=int, help="with --requeue-dead-letters: only this message's events")
-    return parser
+
+
+def opened_sink(args: argparse.Namespace):
+    """The sink the options name, opened (a context manager); UsageError without its URL."""
+    url = args.url if args.sink == "webhook" else args.amqp_url
+    if not url:
+        raise UsageError(f"--sink {args.sink} needs {'--url' if args.sink == 'webhook' else '--amqp-url'}")
+    return open_sink(args.sink, url, os.environ.get(config.WEBHOOK_SECRET_ENV), args.timeout)
+
+
+def pass_settings(args: argparse.Namespace, requeue=None):
+    """A pass's settings from the options."""
+    from correlake.delivery import deliver as delivery
+
+    return delivery.Settings(args.partitions, args.max_seconds, args.delivery_ttl, args.retry_base, args.retry_cap,
+                             requeue)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -46,13 +67,8 @@ def main(args: argparse.Namespace) -> int:
     if (args.event_id is not None or args.message_key is not None) and not args.requeue_dead_letters:
         raise UsageError("--event-id and --message-key go with --requeue-dead-letters")
     requeue = delivery.Requeue(args.event_id, args.message_key) if args.requeue_dead_letters else None
-    settings = delivery.Settings(args.partitions, args.max_seconds, args.delivery_ttl, args.retry_base,
-                                 args.retry_cap, requeue)
-    url = args.url if args.sink == "webhook" else args.amqp_url
-    if not url:
-        raise UsageError(f"--sink {args.sink} needs {'--url' if args.sink == 'webhook' else '--amqp-url'}")
-    with open_sink(args.sink, url, os.environ.get(config.WEBHOOK_SECRET_ENV), args.timeout) as sink:
-        result = delivery.deliver(args.lake, sink, settings)  # DeliveryBusy: the other pass delivers, exit 0
+    with opened_sink(args) as sink:
+        result = delivery.deliver(args.lake, sink, pass_settings(args, requeue))  # DeliveryBusy: exit 0
     print(delivery.summary(result))
     return EXIT_OK
 
