@@ -98,7 +98,7 @@ def served_driver(out: Path, report: dict):
     try:
         yield socket
     finally:
-        jvm = jvm_pid(process)
+        jvm = jvm_pid(process.pid)
         report["driver_peak_rss_mb"] = {"jvm": peak_rss_mb(jvm) if jvm else None, "python": peak_rss_mb(process.pid)}
         process.send_signal(signal.SIGTERM)
         process.wait(120)

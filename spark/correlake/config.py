@@ -18,6 +18,9 @@ Environment variables:
   CORRELAKE_KEEP_DRIVER     without CORRELAKE_DRIVER: seconds the driver a run starts and leaves
                             behind waits for the next run (default 7200; 0: each run in its own
                             process; driver/kept.py)
+  CORRELAKE_KEEP_DRIVER_WARM_UP  increments a kept driver runs on a synthetic lake of its own once
+                            idle a minute, to JIT-warm the next runs (default 0: it spends no CPU
+                            between calls)
   CORRELAKE_WEBHOOK_SECRET  the webhook sink's HMAC-SHA256 key (never printed nor logged)
   CORRELAKE_ALLOWED_ROOT    the folders (absolute, ':'-separated) the Airflow DAGs' landing and
                             lake (their Variables) must be in (default: CORRELAKE_HOME)
@@ -202,6 +205,11 @@ def driver_socket() -> Path | None:
 def keep_driver_seconds() -> float:
     """How long a kept driver waits for its next call (0: no kept driver)."""
     return _env_number("CORRELAKE_KEEP_DRIVER", KEEP_DRIVER_SECONDS, float, 0.0, 10 ** 9, "0 or more seconds")
+
+
+def keep_driver_warm_up() -> int:
+    """The increments of a kept driver's idle warm-up (0: none)."""
+    return _env_number("CORRELAKE_KEEP_DRIVER_WARM_UP", 0, int, 0, 100, "a whole number from 0 to 100")
 
 
 def default_driver_socket() -> Path:

@@ -149,7 +149,7 @@ def test_a_key_file_others_can_write_is_refused(landing_and_local_lake, tmp_path
 
 def test_a_driver_whose_jvm_died_fails_the_call_and_stops(landing_and_local_lake, tmp_path):
     process, socket, log = start_driver(tmp_path)
-    os.kill(launch.jvm_pid(process), signal.SIGKILL)  # as the kernel's OOM killer would
+    os.kill(launch.jvm_pid(process.pid), signal.SIGKILL)  # as the kernel's OOM killer would
     landing, _ = landing_and_local_lake
     failed = _cli(socket, "run", "--landing", str(landing), "--lake", str(tmp_path / "lake"))
     assert failed.returncode != 0 and "the driver failed" in failed.stderr
@@ -293,12 +293,13 @@ def test_a_kept_driver_is_one_per_set_up_warms_up_once_idle_gives_back_memory_an
     monkeypatch.setattr(driver_idle, "WARM_UP_AFTER_SECONDS", 0.05)
     monkeypatch.setattr(driver_idle, "warm_up",
                         lambda spark, rounds, records, until: warmed.append((rounds, records, until())) or [1.0])
-    idle = driver_idle.Idle(3600)
+    unasked, idle = driver_idle.Idle(3600), driver_idle.Idle(3600, warm_up_rounds=6)
     assert idle.stop_reason() is None and not idle.warm_up_due()
     time.sleep(0.1)
-    assert idle.warm_up_due()  # idle a while: it warms up, once
+    assert idle.warm_up_due()  # idle a while: it warms up, once (CORRELAKE_KEEP_DRIVER_WARM_UP=6)
+    assert not unasked.warm_up_due() and unasked.give_back_due()  # by default: no CPU spent between calls
     idle.warm_up(spark=None, called=lambda: True)
-    assert warmed == [(driver_idle.WARM_UP_ROUNDS, driver_idle.WARM_UP_RECORDS, True)] and idle.stop_reason() is None
+    assert warmed == [(6, driver_idle.WARM_UP_RECORDS, True)] and idle.stop_reason() is None
     assert not idle.give_back_due()  # idle again from the warm-up's end
     time.sleep(0.1)
     assert not idle.warm_up_due() and idle.give_back_due()  # then its free heap given back, once an idle time

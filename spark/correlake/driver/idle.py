@@ -11,19 +11,21 @@ from correlake.errors import first_line
 from correlake.runtime.memory import give_back_memory
 
 IDLE_CHECK_SECONDS = 30  # how often a kept driver looks whether it has been idle too long, or its code changed
-WARM_UP_AFTER_SECONDS = 60  # a kept driver idle this long warms up, once, then gives back memory (`Idle`)
-WARM_UP_RECORDS = 20_000  # its warm-up: a first run of this many messages and as many events,
-WARM_UP_ROUNDS = 6  # then as many hourly increments (the JIT settles over several), fewer if a call comes
+WARM_UP_AFTER_SECONDS = 60  # a kept driver idle this long gives back memory (and warms up, if asked: `Idle`)
+WARM_UP_RECORDS = 20_000  # its warm-up: a first run of this many messages and as many events, then
+# CORRELAKE_KEEP_DRIVER_WARM_UP hourly increments (the JIT settles over several), fewer if a call comes
 
 
 class Idle:
-    """A kept driver's idle time: it warms up once it has been idle for WARM_UP_AFTER_SECONDS
-    (its first call warmed only that call's paths; a driver kept for less never does), gives
-    its free heap back to the system each time it has been idle that long after that, and
-    stops after `seconds` without a call, or once the code on disk is not the code it runs."""
+    """A kept driver's idle time: once it has been idle for WARM_UP_AFTER_SECONDS it gives its
+    free heap back to the system, and, only if asked (`warm_up_rounds`, from
+    CORRELAKE_KEEP_DRIVER_WARM_UP), first warms up once (its first call warmed only that
+    call's paths); it stops after `seconds` without a call, or once the code on disk is not
+    the code it runs. Unless asked, it spends no CPU between calls."""
 
-    def __init__(self, seconds: float):
-        self.seconds, self.version, self.warmed = seconds, kept.code_version(), False
+    def __init__(self, seconds: float, warm_up_rounds: int = 0):
+        self.seconds, self.version, self.rounds = seconds, kept.code_version(), warm_up_rounds
+        self.warmed = not warm_up_rounds
         self.served()
 
     def served(self) -> None:
@@ -45,7 +47,7 @@ class Idle:
         """The warm-up, cut short once `called()` (a caller waits)."""
         self.warmed = True
         try:
-            seconds = warm_up(spark, WARM_UP_ROUNDS, WARM_UP_RECORDS, called)
+            seconds = warm_up(spark, self.rounds, WARM_UP_RECORDS, called)
             print(f"correlake driver: idle, warmed up (runs of {seconds} s)", flush=True)
         except Exception as exc:  # a driver that cannot warm up still serves
             failed("the warm-up", exc)

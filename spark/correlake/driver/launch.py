@@ -35,9 +35,9 @@ def spawn(address: Path, log: Path, warm_up_rounds: int | None = None, env: dict
     return process
 
 
-def jvm_pid(process: subprocess.Popen) -> int | None:
-    """The pid of the Spark JVM that a spawned driver started, if it runs."""
-    found = subprocess.run(["pgrep", "-P", str(process.pid), "java"], capture_output=True, text=True).stdout.split()
+def jvm_pid(pid: int) -> int | None:
+    """The pid of the Spark JVM that the driver process `pid` started, if it runs."""
+    found = subprocess.run(["pgrep", "-P", str(pid), "java"], capture_output=True, text=True).stdout.split()
     return int(found[0]) if found else None
 
 

@@ -27,6 +27,7 @@ import traceback
 from multiprocessing import AuthenticationError
 from pathlib import Path
 
+from correlake.config import keep_driver_warm_up
 from correlake.driver.calls import served
 from correlake.driver.client import RemoteError
 from correlake.driver.idle import Idle
@@ -141,7 +142,7 @@ def serve(address: Path, warm_up_rounds: int, idle_seconds: float = 0) -> None:
         if warm_up_rounds:
             print(f"correlake driver: warming up (runs of {warm_up(spark, warm_up_rounds)} s)", flush=True)
         functions = served()
-        idle = Idle(idle_seconds) if idle_seconds else None
+        idle = Idle(idle_seconds, keep_driver_warm_up()) if idle_seconds else None
         print(f"{READY} {address} (pid {os.getpid()})", flush=True)
         while True:
             if idle and not select.select([listener], [], [], idle.tick())[0]:
