@@ -23,6 +23,7 @@ from correlake.interfaces import cli
 from correlake.lake import meta
 from correlake.run import pipeline
 from correlake.config import LONG_LINE_RAW_BYTES, table_path
+from correlake.contract.parsing import MAX_MILLIS
 from correlake.lake.landing import OUTSIDE_WHY, list_files, new_files
 from correlake.lake.sqlfiles import delta_table
 from correlake.run import staged
@@ -70,7 +71,8 @@ def mixed(spark, tmp_path_factory):
     write_inflating_gz(msgs / "inflating.jsonl.gz", [m(20)], [m(21)])
     write_jsonl(msgs / "a.jsonl", [m(1), m(2, extra_field={"kept": True}), "", "   ", m(3)])
     write_jsonl(msgs / "deep" / "er" / "b.jsonl", [m(4), m(1), m(5, key=7)], gz=True)  # m(1): exact replay
-    write_jsonl(msgs / "c.jsonl", [m(2, key="other"), '{"position": 6, "name": "m"', m(7, ttl_ms=-5)])
+    write_jsonl(msgs / "c.jsonl", [m(2, key="other"), '{"position": 6, "name": "m"', m(7, ttl_ms=-5),
+                                   m(10, ttl_ms=MAX_MILLIS), m(11, published_at=MAX_MILLIS + 1)])
     (msgs / "empty.jsonl").write_bytes(b"")
     (msgs / "zero.jsonl.gz").write_bytes(b"")
     (msgs / "ignored.txt").write_text("not a landing file\n")
@@ -80,6 +82,7 @@ def mixed(spark, tmp_path_factory):
          "process_instance_key": "i", "element_instance_key": "e", "element_type": "RECEIVE_TASK",
          "message_name": "m", "correlation_key": "k"},
         {"position": 2, "type": "TELEPORTED", "timestamp": T0},
+        {"position": 3, "type": 5, "timestamp": T0},
     ])
 
     def listed_then_swapped(*args):
@@ -98,8 +101,8 @@ def test_every_line_lands_in_bronze_or_quarantine(mixed):
     spark, _, lake_dir, result, _ = mixed
     bronze = table(spark, lake_dir, "bronze_messages").count() + table(spark, lake_dir, "bronze_workflow_events").count()
     quarantined = table(spark, lake_dir, "quarantine").count()
-    assert result.records_read == 16 == bronze + quarantined  # blank lines are not records
-    assert quarantined == result.quarantined_total == 6
+    assert result.records_read == 19 == bronze + quarantined  # blank lines are not records
+    assert quarantined == result.quarantined_total == 9
 
 
 def test_a_line_too_long_is_quarantined_cut_and_its_file_read_in_little_memory(mixed):
@@ -168,6 +171,9 @@ def test_quarantine_reasons_are_precise(mixed):
     assert rows[("c.jsonl", 3)]["reason"] == "negative ttl_ms"
     assert rows[("crlf.jsonl", 2)]["reason"] == "non-UTF-8 bytes at offset 0"
     assert rows[("w.jsonl", 2)]["reason"] == "unknown type 'TELEPORTED'"
+    assert rows[("c.jsonl", 4)]["reason"] == "ttl_ms out of range: deadline after year 9999"
+    assert rows[("c.jsonl", 5)]["reason"] == "published_at out of range"  # epoch millis past 9999-12-31
+    assert rows[("w.jsonl", 3)]["reason"] == "wrong type of type"
     assert result.first_quarantined["negative ttl_ms"].endswith("/messages/c.jsonl:3")  # for the run's summary
 
 

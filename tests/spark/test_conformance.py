@@ -4,12 +4,19 @@ Verbatim pass (`test_scenario_verbatim`): each shared scenario exactly as writte
 default tenant, the default quarantine ratio), in a landing and lake of its own, run by
 `correlake run` on the test session's warm driver; its gold, read with delta-rs (a
 reader other than correlake's Spark), must hold exactly the `expected` rows on the
-listed columns, as the shared conformance README says.
+listed columns, as the shared conformance README says, and its quarantine none.
 
 Merged pass (`test_scenario`, the cheap one, which also covers ours): all scenarios in
 one run. Each scenario gets its own tenant prefix, position range and time shift (so that
 the default as_of, the latest event time, is the same instant for all of them);
 gold rows are mapped back and must match every listed field exactly.
+
+Quarantine (`test_scenario_quarantine`, on the merged pass's run): our scenarios with bad
+or conflicting lines list them in `expected.quarantine`, each as `stream`, `_line` (its
+line in the stream's file when the scenario is written as the README says, one file per
+stream, from 1) and `reason` (its kind, `reason_kind`: the reason itself but for what
+varies from line to line, such as the position and file of a conflict); the run's
+quarantine must hold exactly those lines of the scenario (none when it lists none).
 
 `data/conformance/` is a copy of the shared scenarios (it changes only when the spec
 does); `data/scenarios/` holds ours, worked out by hand from semantics.md (each names
@@ -26,6 +33,7 @@ from pathlib import Path
 import pytest
 
 from correlake.config import GOLD_TABLES, table_path
+from correlake.contract.reasons import reason_kind
 from correlake.interfaces import cli
 from helpers import START_KEY, iso_to_millis, read_gold, relabel, write_landing
 
@@ -51,13 +59,17 @@ def gold(spark, tmp_path_factory):
     messages, events, layout = [], [], {}
     for i, sc in enumerate(scenarios, start=1):
         tag, shift = f"c{i:02d}", target - _max_time(sc)
-        layout[tag] = (i * OFFSET, shift)
+        lines_before = {"messages": len(messages), "workflow_events": len(events)}  # of one file per stream
+        layout[tag] = (i * OFFSET, shift, lines_before)
         messages += relabel(sc["messages"], tag, i * OFFSET, shift, "published_at")
         events += relabel(sc["workflow_events"], tag, i * OFFSET, shift, "timestamp")
     write_landing(root / "landing", messages, events)
     assert cli.main(["run", "--landing", str(root / "landing"), "--lake", str(root / "lake"),
                      "--max-quarantine-ratio", "0.5"]) == 0
-    return read_gold(spark, str(root / "lake")), layout
+    tables = read_gold(spark, str(root / "lake"))
+    tables["quarantine"] = [r.asDict() for r in spark.read.format("delta").load(
+        table_path(str(root / "lake"), "quarantine")).select("stream", "_line", "reason").collect()]
+    return tables, layout
 
 
 def _restore(row: dict, offset: int, shift: int) -> dict:
@@ -92,8 +104,10 @@ def test_scenario(gold, path):
     tables, layout = gold
     sc = json.loads(path.read_text())
     tag = f"c{SCENARIOS.index(path) + 1:02d}"
-    offset, shift = layout[tag]
-    for table, expected in sc["expected"].items():
+    offset, shift, _ = layout[tag]
+    assert set(sc["expected"]) <= {*GOLD_TABLES, "quarantine"}, sc["name"]
+    for table in GOLD_TABLES:
+        expected = sc["expected"][table]
         rows = [_restore(r, offset, shift) for r in tables[table] if r["tenant_id"].startswith(tag + "|")]
         columns = sorted({c for r in expected for c in r})
         got = sorted((_project(r, columns, False) for r in rows), key=repr)
@@ -101,8 +115,26 @@ def test_scenario(gold, path):
         assert got == want, f"{sc['name']}: gold/{table} differs"
 
 
+def _quarantined(sc: dict, rows: list[dict], lines_before: dict) -> tuple[list, list]:
+    """(got, want): the quarantine `rows` (stream, _line, reason) among the scenario's lines,
+    which follow `lines_before` lines of each stream's file, as (stream, its line, reason
+    kind); and what the scenario's `expected.quarantine` lists."""
+    got = sorted((r["stream"], r["_line"] - lines_before[r["stream"]], reason_kind(r["reason"])) for r in rows
+                 if 0 < r["_line"] - lines_before[r["stream"]] <= len(sc[r["stream"]]))
+    want = sorted((q["stream"], q["_line"], q["reason"]) for q in sc["expected"].get("quarantine", []))
+    return got, want
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=[f"{p.parent.name}/{p.stem}" for p in SCENARIOS])
+def test_scenario_quarantine(gold, path):
+    tables, layout = gold
+    sc = json.loads(path.read_text())
+    got, want = _quarantined(sc, tables["quarantine"], layout[f"c{SCENARIOS.index(path) + 1:02d}"][2])
+    assert got == want, f"{sc['name']}: quarantine differs"
+
+
 def _delta_rows(lake: str, table: str) -> list[dict]:
-    """A gold table's rows read by delta-rs; timestamps as epoch millis."""
+    """A lake table's rows read by delta-rs; timestamps as epoch millis."""
     from deltalake import DeltaTable
 
     epoch = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -126,3 +158,6 @@ def test_scenario_verbatim(served, path, tmp_path, monkeypatch):
         got = sorted((_project(r, columns, False) for r in _delta_rows(str(tmp_path / "lake"), table)), key=repr)
         want = sorted((_project(r, columns, True) for r in expected), key=repr)
         assert got == want, f"{sc['name']}: gold/{table} differs"
+    got, want = _quarantined(sc, _delta_rows(str(tmp_path / "lake"), "quarantine"),
+                             {"messages": 0, "workflow_events": 0})
+    assert got == want, f"{sc['name']}: quarantine differs"

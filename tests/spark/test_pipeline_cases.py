@@ -4,12 +4,14 @@ correlation to another key (rule 4), tenants kept apart by the Spark partitionin
 (rules 3a, 5, 7, 19), gold/messages' columns and the contract's defaults, the
 default as_of (rule 23), instance keys of correlake's reserved form made by a
 producer, a long chain of linked keys, an increment that recomputes the one key
-group it touches, the outbox that follows gold (a moved correlation retracted), and
-the key columns of silver the process keeps for the lake's next run.
+group it touches, the outbox that follows gold (a moved correlation retracted), the
+key columns of silver the process keeps for the lake's next run, and exact replays
+collapsed by bronze and silver before the engine sees them (rule 8).
 Positions repeat across the two streams, as they may."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -29,6 +31,10 @@ AS_OF = PUBLISHED + timedelta(seconds=10)  # the latest event time: a workflow e
 NUL_TENANTS = ("a", "a\u0000b")  # tenant + key texts that a separator would run together
 CHAIN = 60  # links in a chain of keys (key grouping once gave up after 50)
 RESERVED_KEYS = ("msg-start:orders", "msg-start:p:99999999999999999999", "msg-start:")  # no instance correlake starts
+# Rule 8, tenant "replay": records sent again (as is, and with their fields in another order)
+REPLAYED = msg(50, 1, "m", "r", tenant="replay")  # r1 and r2 (process p) wait for it: r1 opened first
+REPLAYED_START = msg(51, 1, "s", "", tenant="replay")  # an empty key: each message starts an instance of q
+REPLAYED_OPEN = sub(51, 0, "r1", "m", "r", pik="i1", tenant="replay")
 
 RUN_1 = (
     [msg(1, 4, "m", "k1", tenant="late"),
@@ -39,7 +45,8 @@ RUN_1 = (
       "message_id": "", "variables": None, "tenant_id": None, "ttl_ms": None},
      {"position": 31, "name": "m", "correlation_key": "k", "published_at": "2026-01-02T00:00:00Z",
       "ttl_ms": -1},  # quarantined: its time does not count for as_of
-     msg(40, 3, "m", "rk0", tenant="reserved"), msg(41, 3, "b", f"c{CHAIN}", tenant="chain")],
+     msg(40, 3, "m", "rk0", tenant="reserved"), msg(41, 3, "b", f"c{CHAIN}", tenant="chain"),
+     REPLAYED, REPLAYED_START, REPLAYED, json.dumps(dict(reversed(REPLAYED.items()))), REPLAYED_START],
     [sub(1, 2, "e", "m", "k1", etype="RECEIVE_TASK", tenant="late"),
      sub(10, 0, "e", "m", "k", tenant="A"), left(11, 1, "e", tenant="B"), ended(12, 1, "i", tenant="B"),
      deploy(13, 0, "q", starts=("s",), tenant="A"), deploy(14, 0, "q", starts=("s",), tenant="B"),
@@ -50,7 +57,9 @@ RUN_1 = (
                      ended(41 + 2 * n, 2, key, tenant="reserved"))),
      *(event for n in range(CHAIN)  # element instance n waits on keys c{n} and c{n+1}: one group of them all
        for event in (sub(100 + 2 * n, 1, f"e{n}", "a", f"c{n}", etype="RECEIVE_TASK", tenant="chain"),
-                     sub(101 + 2 * n, 1, f"e{n}", "b", f"c{n + 1}", etype="BOUNDARY_EVENT", tenant="chain")))],
+                     sub(101 + 2 * n, 1, f"e{n}", "b", f"c{n + 1}", etype="BOUNDARY_EVENT", tenant="chain"))),
+     deploy(50, 0, "q", starts=("s",), tenant="replay"), REPLAYED_OPEN,
+     sub(52, 0, "r2", "m", "r", pik="i2", tenant="replay"), REPLAYED_OPEN],
 )
 RUN_2 = (  # late data: a boundary event on the same element, opened before run 1's receive task
     [msg(2, 3, "c", "k2", tenant="late")],
@@ -136,6 +145,33 @@ def test_a_long_chain_of_linked_keys_is_one_group(gold):
     closed = {(s["element_instance_key"], s["message_name"]): s["close_reason"] for s in gold["subscriptions"]
               if s["tenant_id"] == "chain" and s["close_reason"]}
     assert closed == {(f"e{CHAIN - 1}", "b"): "CORRELATED", (f"e{CHAIN - 1}", "a"): "SIBLING_CORRELATED"}
+
+
+def test_r8_an_exact_replay_is_one_record_in_silver_and_correlates_once(spark, runs, gold):
+    """Rule 8 through bronze and silver: message 50 three times in a file (twice as written,
+    once with its fields in another order: equal as parsed JSON), message 51 and
+    subscription 51 twice each. Bronze keeps every line, each but the first flagged as a
+    replay; silver has one row per position; message 50 correlates once (to r1, opened
+    first; as a second message it would go to r2 of the same process), message 51 starts
+    one instance (an empty key takes no lock: a second message would start another)."""
+    def read(name: str) -> list[dict]:
+        return [r.asDict() for r in spark.read.format("delta").load(table_path(runs[0], name))
+                .where("tenant_id = 'replay'").collect()]
+
+    assert sorted((r["position"], r["_is_replay"]) for r in read("bronze_messages")) == [
+        (50, False), (50, True), (50, True), (51, False), (51, True)]
+    assert sorted((r["position"], r["_is_replay"]) for r in read("bronze_workflow_events")) == [
+        (50, False), (51, False), (51, True), (52, False)]
+    assert sorted(r["message_key"] for r in read("silver_messages")) == [50, 51]
+    assert sorted(r["position"] for r in read("silver_workflow_events")) == [50, 51, 52]
+    assert sorted((c["message_key"], c["subscription_type"], c["process_instance_key"], c["element_instance_key"] or "")
+                  for c in gold["correlations"] if c["tenant_id"] == "replay") == [
+        (50, "CATCH", "i1", "r1"), (51, "START", "msg-start:q:51", "")]
+    assert {m["message_key"]: (m["status"], m["correlation_count"]) for m in rows(gold, "messages", "replay")} == {
+        50: ("CORRELATED", 1), 51: ("CORRELATED", 1)}
+    assert {s["element_instance_key"]: (s["close_reason"], s["correlation_count"])
+            for s in gold["subscriptions"] if s["tenant_id"] == "replay"} == {"r1": ("CORRELATED", 1), "r2": (None, 0)}
+    assert [i["process_instance_key"] for i in rows(gold, "message_started_instances", "replay")] == ["msg-start:q:51"]
 
 
 def test_a_message_row_carries_the_contracts_defaults_and_the_default_as_of(gold):

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 
 import pytest
 
 from correlake.interfaces.options import as_of
-from correlake.contract.parsing import MAX_DEPTH, MAX_INT_DIGITS, BadRecord, normalise_key, parse_line, parse_time
+from correlake.contract import parsing
+from correlake.contract.parsing import (MAX_DEPTH, MAX_INT_DIGITS, MAX_MILLIS, MIN_MILLIS, BadRecord, normalise_key,
+                                        parse_line, parse_time)
 
 MSG = {"position": 1, "name": "m", "correlation_key": "k", "published_at": "2026-01-01T00:00:00Z"}
 OPEN = {"position": 2, "type": "SUBSCRIPTION_OPENED", "timestamp": 1767225600000, "bpmn_process_id": "p",
@@ -110,7 +113,10 @@ def test_replay_equality_is_equality_of_parsed_json(one, other, equal):
     assert (hashes[0] == hashes[1]) is equal
 
 
-@pytest.mark.parametrize("raw, reason", [
+T0 = 1767225600000  # MSG's published_at
+
+
+MESSAGE_REASONS = [
     (b"\xff\xfe{}", "non-UTF-8 bytes at offset 0"),
     (b'{"position": 1, "name": "m"', "invalid JSON"),
     (b"[1, 2]", "invalid JSON: not an object"),
@@ -140,9 +146,27 @@ def test_replay_equality_is_equality_of_parsed_json(one, other, equal):
     (msg(published_at="2026-01-01T00:00:00+24:00"), "unparseable timestamp in published_at: offset out of range"),
     (msg(published_at="\u0662\u0660\u0662\u0666-01-01T00:00:00Z"), "unparseable timestamp in published_at"),
     (msg(variables={"a": None}).replace(b"null", b"[" * 5000 + b"]" * 5000), "nested too deeply"),
-])
+    (nested(MAX_DEPTH + 1), "nested too deeply"),  # one level past the limit: the walk, not the reader, finds it
+    (msg(ttl_ms=MAX_MILLIS - T0 + 1), "ttl_ms out of range: deadline after year 9999"),
+    (msg(published_at=MAX_MILLIS + 1), "published_at out of range"),  # epoch millis, past 9999-12-31
+    (msg(published_at=MIN_MILLIS - 1), "published_at out of range"),  # before 0001-01-01
+    (msg(published_at=2**63), "published_at out of range"),
+    (msg(correlation_key=None), "wrong type of correlation_key"),  # null: present, not missing
+    (msg().replace(b'"k"', b"1" * (MAX_INT_DIGITS + 1)), "number out of range: an integer of"),
+]
+
+
+@pytest.mark.parametrize("raw, reason", MESSAGE_REASONS)
 def test_message_quarantine_reasons(raw, reason):
     assert bad("messages", raw).startswith(reason)
+
+
+def test_times_and_deadlines_at_the_ends_of_the_range_are_accepted():
+    """Year 1 to the last millisecond of 9999, for a time as for a deadline (`published_at + ttl_ms`)."""
+    for changes in ({"published_at": MIN_MILLIS}, {"published_at": MAX_MILLIS, "ttl_ms": 0},
+                    {"ttl_ms": MAX_MILLIS - T0}):
+        record = parse_line("messages", msg(**changes))[0]
+        assert record["published_at"] + record["ttl_ms"] in (MIN_MILLIS + 3_600_000, MAX_MILLIS), changes
 
 
 def ev(**changes):
@@ -167,7 +191,7 @@ def test_subscription_defaults():
     assert record["bpmn_process_id"] == "" and record["position"] == -2**63  # only names must be non-empty
 
 
-@pytest.mark.parametrize("raw, reason", [
+EVENT_REASONS = [
     (ev(type="SOMETHING"), "unknown type"),
     (ev(element_type="TASK"), "unknown element_type"),
     (ev(process_instance_key=True), "wrong type of process_instance_key"),
@@ -184,9 +208,46 @@ def test_subscription_defaults():
      "missing field element_instance_key"),
     (json.dumps({"position": 3, "type": "INSTANCE_ENDED", "timestamp": 1}).encode(),
      "missing field process_instance_key"),
-])
+    (ev(type=5), "wrong type of type"),
+    (ev(type=None), "wrong type of type"),
+    (ev(type=["SUBSCRIPTION_OPENED"]), "wrong type of type"),
+    (ev(timestamp=MAX_MILLIS + 1), "timestamp out of range"),
+    (ev(process_version=2**31), "process_version out of range"),  # an INT column
+]
+
+
+@pytest.mark.parametrize("raw, reason", EVENT_REASONS)
 def test_workflow_event_quarantine_reasons(raw, reason):
     assert bad("workflow_events", raw).startswith(reason)
+
+
+def _raise_sites() -> set[int]:
+    """The lines of parsing.py that raise a quarantine reason (`raise BadRecord(…)`, `raise _too_deep()`)."""
+    tree = ast.parse(open(parsing.__file__, encoding="utf-8").read())
+    return {node.lineno for node in ast.walk(tree) if isinstance(node, ast.Raise)
+            and isinstance(node.exc, ast.Call) and getattr(node.exc.func, "id", None) in ("BadRecord", "_too_deep")}
+
+
+def _raised_at(stream: str, raw: bytes) -> int:
+    """The line of parsing.py whose `raise` quarantined `raw`."""
+    with pytest.raises(BadRecord) as exc:
+        parse_line(stream, raw)
+    lines = [tb.tb_lineno for tb in _frames(exc.value.__traceback__) if tb.tb_frame.f_code.co_filename == parsing.__file__]
+    return lines[-1]
+
+
+def _frames(tb):
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next
+
+
+def test_every_quarantine_reason_of_the_parser_has_a_case():
+    """Each `raise` of a reason in parsing.py is reached by a case of MESSAGE_REASONS or
+    EVENT_REASONS: a reason added there without a case here fails this test."""
+    reached = {_raised_at("messages", raw) for raw, _ in MESSAGE_REASONS}
+    reached |= {_raised_at("workflow_events", raw) for raw, _ in EVENT_REASONS}
+    assert sorted(_raise_sites() - reached) == []
 
 
 def test_only_lines_blank_in_jsons_sense_are_not_records():

@@ -2,7 +2,8 @@
 
 The Spark path runs the same engine; test_conformance and test_property_pipeline
 prove the pipeline around it, and the rules that need it: arrival-order invariance
-(rule 4: shuffled split runs) and statuses at as_of (rule 23).
+(rule 4: shuffled split runs) and statuses at as_of (rule 23); exact replays (rule 8),
+which bronze and silver collapse before the engine, in test_pipeline_cases.
 """
 
 from __future__ import annotations
@@ -79,6 +80,8 @@ def test_r7_rejected_duplicates_do_not_correlate_and_ttl_zero_does_not_block():
 
 
 def test_r8_exact_replay_is_the_same_record():
+    """The engine's side only: `parsed` passes it one record per position, as silver does.
+    That bronze and silver collapse a replay is test_pipeline_cases' `test_r8_…`."""
     g = run([msg(1, 0), msg(1, 0)], [sub(2, 1, "e1"), sub(3, 2, "e2")])
     assert g["pairs"] == [(1, "e1", 1 * S)]
 
