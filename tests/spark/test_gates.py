@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from correlake.interfaces import cli
-from correlake.quality import gates, metrics
+from correlake.quality import gates, gx, metrics, rules
 from correlake.transforms import gold
 from correlake.config import data_docs_dir, table_path, validation_results_dir
 from correlake.lake.sqlfiles import delta_table
@@ -78,19 +78,19 @@ def test_validations_and_their_pages_outlive_the_process_until_maintenance_remov
         gates.check("bronze", bronze(-1), lake_dir)
     failed = Path(re.search(r"Data Docs: (\S+\.html)", exc.value.report).group(1))
     gates.check("bronze", bronze(10), lake_dir)
-    gates._context.cache_clear()  # as in the next process
+    gx._context.cache_clear()  # as in the next process
     gates.check("bronze", bronze(10), lake_dir)
     pages = sorted(docs.glob("validations/bronze/*/*/*.html"))
     assert len(pages) == 3 and failed == pages[0] and "Failed" in failed.read_text()
     assert sorted(set(indexed())) == [str(p.relative_to(docs)) for p in pages]
-    assert sorted(p.stem for p in docs.glob("expectations/*.html")) == sorted(gates.FRAME_KEYS)  # every suite's
+    assert sorted(p.stem for p in docs.glob("expectations/*.html")) == sorted(rules.FRAME_KEYS)  # every suite's
     (validation_results_dir(lake_dir) / "bronze" / "__none__" / ".DS_Store").write_text("")  # not GX's: ignored
-    assert gates.old_validations(lake_dir, 1) == []
-    old = gates.old_validations(lake_dir, 0)
+    assert gx.old_validations(lake_dir, 1) == []
+    old = gx.old_validations(lake_dir, 0)
     assert sorted(docs / "validations" / v for v in old) == [p.parent for p in pages[:2]]
     legacy = docs / "validations" / "bronze" / "__none__" / "20250101T000000.000000Z"
     legacy.mkdir()  # a folder GX left empty when it removed a page itself
-    gates.remove_validations(lake_dir, old)
+    gx.remove_validations(lake_dir, old)
     assert not legacy.exists() and not failed.exists()
     assert set(indexed()) == {str(pages[2].relative_to(docs))}  # no link to a removed page
     gates.check("bronze", bronze(10), lake_dir)
@@ -123,7 +123,7 @@ def test_a_gate_waits_while_another_process_writes_the_lakes_data_docs(spark, tm
     events = frame(spark, [], "position bigint, tenant_id string, type string, timestamp timestamp, "
                               "element_type string, correlation_key string")
     lake_dir, results = str(tmp_path), validation_results_dir(tmp_path)
-    gates._context(lake_dir)  # made before (GX's import, the suites' pages)
+    gx._context(lake_dir)  # made before (GX's import, the suites' pages)
     guard = data_docs_dir(tmp_path).parent / "docs.guard"
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(guard), str(results)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
