@@ -9,7 +9,9 @@ from functools import reduce
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from correlake.contract.enums import CATCH, CORRELATED, EVENT_SUBPROCESS, START, SUBSCRIPTION_OPENED
 from correlake.lake.sqlfiles import buffered
+from correlake.semantics.order import MESSAGE_PUBLISHED
 from correlake.semantics.start_events import start_instance_key_sql
 
 FRAME_KEYS = {  # each suite's frame, and what names its rows in a failure's examples
@@ -21,10 +23,11 @@ FRAME_KEYS = {  # each suite's frame, and what names its rows in a failure's exa
 
 def bronze_frames(messages: DataFrame, events: DataFrame) -> dict[str, DataFrame]:
     """Records this run added to bronze (replays excluded), both streams in one frame."""
-    m = messages.select(F.lit("messages").alias("stream"), "position", "tenant_id", F.lit("MESSAGE").alias("kind"),
-                        F.col("published_at").alias("event_time"), "ttl_ms", F.lit(None).cast("string").alias(
-                            "element_type"), F.col("correlation_key").isNotNull().alias("routing_key_ok"))
-    opens = F.col("type") == "SUBSCRIPTION_OPENED"
+    m = messages.select(F.lit("messages").alias("stream"), "position", "tenant_id",
+                        F.lit(MESSAGE_PUBLISHED).alias("kind"), F.col("published_at").alias("event_time"), "ttl_ms",
+                        F.lit(None).cast("string").alias("element_type"),
+                        F.col("correlation_key").isNotNull().alias("routing_key_ok"))
+    opens = F.col("type") == SUBSCRIPTION_OPENED
     w = events.select(F.lit("workflow_events").alias("stream"), "position", "tenant_id", F.col("type").alias("kind"),
                       F.col("timestamp").alias("event_time"), F.lit(0).cast("bigint").alias("ttl_ms"), "element_type",
                       F.when(opens, F.col("correlation_key").isNotNull()).otherwise(True).alias("routing_key_ok"))
@@ -63,7 +66,7 @@ def gold_frames(tables: dict[str, DataFrame]) -> dict[str, DataFrame]:
     """Correlations checked against their message, and their subscription (CATCH) or started
     instance (START); subscriptions and started instances in their own frames."""
     c, m, s, i = (tables[n] for n in ("correlations", "messages", "subscriptions", "message_started_instances"))
-    is_start = F.col("subscription_type") == "START"
+    is_start = F.col("subscription_type") == START
     sub = s.select(*(F.col(n).alias(f"sub_{n}") for n in (
         "tenant_id", "element_instance_key", "message_name", "bpmn_process_id", "process_version",
         "process_instance_key", "element_id", "correlation_key", "opened_at", "closed_at")))
@@ -108,10 +111,10 @@ def _subscriptions_frame(c: DataFrame, s: DataFrame) -> DataFrame:
     takes one message and closes CORRELATED at it, and its owner's other subscriptions
     (of an event subprocess: the scope's other event subprocesses) close by then."""
     key = ["tenant_id", "element_instance_key", "message_name"]
-    taken = (c.where("subscription_type = 'CATCH'").groupBy(*key)
+    taken = (c.where(F.col("subscription_type") == CATCH).groupBy(*key)
              .agg(F.count("*").alias("taken"), F.max("correlated_at").alias("last_taken_at")))
-    esp = F.col("element_type") == "EVENT_SUBPROCESS"
-    leavers = s.where(F.col("close_reason") == "CORRELATED").select(
+    esp = F.col("element_type") == EVENT_SUBPROCESS
+    leavers = s.where(F.col("close_reason") == CORRELATED).select(
         F.col("tenant_id").alias("l_tenant_id"), F.col("element_instance_key").alias("l_owner"),
         esp.alias("l_esp"), F.col("closed_at").alias("left_at"))
     left = (s.join(leavers, (F.col("tenant_id") == F.col("l_tenant_id"))
@@ -119,7 +122,7 @@ def _subscriptions_frame(c: DataFrame, s: DataFrame) -> DataFrame:
             .groupBy(*key).agg(F.min("left_at").alias("left_at")))
     correlated_close = F.col("interrupting") & (F.col("taken") >= 1) & (F.col("closed_at") == F.col("last_taken_at"))
     close_ok = (F.col("closed_at").isNull() == F.col("close_reason").isNull()) & \
-        F.when(F.col("close_reason") == "CORRELATED", correlated_close).otherwise(True)
+        F.when(F.col("close_reason") == CORRELATED, correlated_close).otherwise(True)
     closed_with_owner = F.col("left_at").isNull() | (F.col("opened_at") > F.col("left_at")) | \
         (F.col("closed_at") <= F.col("left_at"))
     return (s.join(taken, key, "left").join(left, key, "left").withColumn("taken", F.coalesce("taken", F.lit(0)))
