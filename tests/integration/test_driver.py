@@ -289,7 +289,7 @@ def test_a_kept_driver_is_one_per_set_up_warms_up_once_idle_gives_back_memory_an
     assert kept.address() is None
 
     version, warmed = ["v1"], []
-    monkeypatch.setattr(kept_driver, "code_version", lambda: version[0])
+    monkeypatch.setattr(kept, "code_version", lambda: version[0])
     monkeypatch.setattr(driver_idle, "WARM_UP_AFTER_SECONDS", 0.05)
     monkeypatch.setattr(driver_idle, "warm_up",
                         lambda spark, rounds, records, until: warmed.append((rounds, records, until())) or [1.0])

@@ -15,7 +15,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from correlake.interfaces import cli
-from correlake.quality import gates, metrics
+from correlake.quality import gates, gx, metrics, rules
 from correlake.transforms import gold
 from correlake.config import data_docs_dir, table_path, validation_results_dir
 from correlake.lake.sqlfiles import delta_table
@@ -35,7 +35,7 @@ def test_bronze_gate_fails_on_duplicate_positions_and_bad_enums(spark, tmp_path)
                    "position bigint, tenant_id string, type string, timestamp timestamp, element_type string, "
                    "correlation_key string")
     with pytest.raises(gates.GateFailed) as exc:
-        gates.check("bronze", gates.bronze_frames(msgs, events), str(tmp_path))
+        gates.check("bronze", rules.bronze_frames(msgs, events), str(tmp_path))
     report = exc.value.report
     assert "repeated_position: 1 unexpected, rows repeating another's (stream, position)" in report
     assert "unknown_element_type: 1 unexpected, rows where element_type NOT IN" in report and "TASK" in report
@@ -50,7 +50,7 @@ def test_one_query_counts_each_condition_as_gx_did_row_by_row(spark):
     events = frame(spark, [(3, "t", "SUBSCRIPTION_OPENED", T, None, "k")], "position bigint, tenant_id string, "
                    "type string, timestamp timestamp, element_type string, correlation_key string")
     keys = _silver(spark, [(None, "t", "m", "k", None, T, 0, T, None)] * 2 + [(1, "t", "m", "k", None, T, 0, T, None)] * 2)
-    measured = metrics.measure({**gates.bronze_frames(messages, events), **gates.silver_frames(keys)})
+    measured = metrics.measure({**rules.bronze_frames(messages, events), **rules.silver_frames(keys)})
     assert measured["bronze"] == {
         "null_position": 2, "null_tenant_id": 1, "null_event_time": 0, "null_routing_key_ok": 0,
         "missing_routing_key": 1, "unknown_kind": 0, "unknown_element_type": 0, "negative_ttl_ms": 1,
@@ -68,7 +68,7 @@ def test_validations_and_their_pages_outlive_the_process_until_maintenance_remov
     def bronze(ttl_ms):
         messages = frame(spark, [(1, "t", "k", T, ttl_ms)], "position bigint, tenant_id string, "
                          "correlation_key string, published_at timestamp, ttl_ms bigint")
-        return gates.bronze_frames(messages, events)
+        return rules.bronze_frames(messages, events)
 
     def indexed():
         return re.findall(r"validations/bronze/[^'\"]+\.html", (docs / "index.html").read_text())
@@ -78,19 +78,19 @@ def test_validations_and_their_pages_outlive_the_process_until_maintenance_remov
         gates.check("bronze", bronze(-1), lake_dir)
     failed = Path(re.search(r"Data Docs: (\S+\.html)", exc.value.report).group(1))
     gates.check("bronze", bronze(10), lake_dir)
-    gates._context.cache_clear()  # as in the next process
+    gx._context.cache_clear()  # as in the next process
     gates.check("bronze", bronze(10), lake_dir)
     pages = sorted(docs.glob("validations/bronze/*/*/*.html"))
     assert len(pages) == 3 and failed == pages[0] and "Failed" in failed.read_text()
     assert sorted(set(indexed())) == [str(p.relative_to(docs)) for p in pages]
-    assert sorted(p.stem for p in docs.glob("expectations/*.html")) == sorted(gates.FRAME_KEYS)  # every suite's
+    assert sorted(p.stem for p in docs.glob("expectations/*.html")) == sorted(rules.FRAME_KEYS)  # every suite's
     (validation_results_dir(lake_dir) / "bronze" / "__none__" / ".DS_Store").write_text("")  # not GX's: ignored
-    assert gates.old_validations(lake_dir, 1) == []
-    old = gates.old_validations(lake_dir, 0)
+    assert gx.old_validations(lake_dir, 1) == []
+    old = gx.old_validations(lake_dir, 0)
     assert sorted(docs / "validations" / v for v in old) == [p.parent for p in pages[:2]]
     legacy = docs / "validations" / "bronze" / "__none__" / "20250101T000000.000000Z"
     legacy.mkdir()  # a folder GX left empty when it removed a page itself
-    gates.remove_validations(lake_dir, old)
+    gx.remove_validations(lake_dir, old)
     assert not legacy.exists() and not failed.exists()
     assert set(indexed()) == {str(pages[2].relative_to(docs))}  # no link to a removed page
     gates.check("bronze", bronze(10), lake_dir)
@@ -123,7 +123,7 @@ def test_a_gate_waits_while_another_process_writes_the_lakes_data_docs(spark, tm
     events = frame(spark, [], "position bigint, tenant_id string, type string, timestamp timestamp, "
                               "element_type string, correlation_key string")
     lake_dir, results = str(tmp_path), validation_results_dir(tmp_path)
-    gates._context(lake_dir)  # made before (GX's import, the suites' pages)
+    gx._context(lake_dir)  # made before (GX's import, the suites' pages)
     guard = data_docs_dir(tmp_path).parent / "docs.guard"
     holder = subprocess.Popen([sys.executable, "-c", HOLD, str(guard), str(results)], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True)
@@ -132,7 +132,7 @@ def test_a_gate_waits_while_another_process_writes_the_lakes_data_docs(spark, tm
 
     def gate():
         try:
-            gates.check("bronze", gates.bronze_frames(messages, events), lake_dir)
+            gates.check("bronze", rules.bronze_frames(messages, events), lake_dir)
         except BaseException as exc:  # for the test's own thread
             failures.append(exc)
 
@@ -161,10 +161,10 @@ def test_silver_gate_fails_on_overlapping_accepted_duplicates(spark, tmp_path):
             (2, "t", "m", "k", "id", T + timedelta(seconds=1), 60_000, T + timedelta(seconds=61), None)]
     silver = _silver(spark, rows)
     with pytest.raises(gates.GateFailed) as exc:
-        gates.check("silver", gates.silver_frames(silver), str(tmp_path))
+        gates.check("silver", rules.silver_frames(silver), str(tmp_path))
     assert "overlaps_buffered_duplicate" in exc.value.report and "rule 7" in exc.value.report
     ok = silver.withColumn("duplicate_of", F.when(F.col("message_key") == 2, F.lit(1)).cast("bigint"))
-    gates.check("silver", gates.silver_frames(ok), str(tmp_path))
+    gates.check("silver", rules.silver_frames(ok), str(tmp_path))
 
 
 def test_silver_gate_fails_on_an_unjustified_rejection_and_a_wrong_deadline(spark, tmp_path):
@@ -174,7 +174,7 @@ def test_silver_gate_fails_on_an_unjustified_rejection_and_a_wrong_deadline(spar
             (3, "t", "m", "k", None, T, 1_000, T + timedelta(seconds=2), None)]
     silver = _silver(spark, rows)
     with pytest.raises(gates.GateFailed) as exc:
-        gates.check("silver", gates.silver_frames(silver), str(tmp_path))
+        gates.check("silver", rules.silver_frames(silver), str(tmp_path))
     assert "rejection_justified" in exc.value.report and "deadline_ok" in exc.value.report
     assert "unjustified_rejections [rule 7: a rejected message" in exc.value.report
     assert "wrong_deadline [rule 6: deadline = published_at + ttl_ms]: 1 unexpected" in exc.value.report
@@ -204,10 +204,10 @@ def test_gold_gate_fails_on_cardinality_and_windows(spark, tmp_path):
     row = (1, "t", "m", "k", "p", 1, "i", "e", None, "CATCH", T, T, "{}")
     late = (1, "t", "m", "k", "p", 1, "i", "e", None, "CATCH", T + timedelta(hours=2), T, "{}")
     with pytest.raises(gates.GateFailed) as exc:
-        gates.check("gold", gates.gold_frames(_gold(spark, [row, late], count=2)), str(tmp_path))
+        gates.check("gold", rules.gold_frames(_gold(spark, [row, late], count=2)), str(tmp_path))
     report = exc.value.report
     assert "rule 15" in report and "rule 6" in report and "rule 12" in report
-    gates.check("gold", gates.gold_frames(_gold(spark, [row])), str(tmp_path))
+    gates.check("gold", rules.gold_frames(_gold(spark, [row])), str(tmp_path))
 
 
 def test_gold_gate_checks_each_correlation_against_its_subscription_or_instance_and_the_lock(spark, tmp_path):
@@ -217,7 +217,7 @@ def test_gold_gate_checks_each_correlation_against_its_subscription_or_instance_
     instances = [("msg-start:q:1", "t", "q", 2, 1, "k", T, None),
                  ("msg-start:q:9", "t", "q", 2, 9, "k", T + timedelta(seconds=1), T)]  # lock held; ends early
     with pytest.raises(gates.GateFailed) as exc:
-        gates.check("gold", gates.gold_frames(_gold(spark, [wrong_key, start, lost], count=2, instances=instances)),
+        gates.check("gold", rules.gold_frames(_gold(spark, [wrong_key, start, lost], count=2, instances=instances)),
                     str(tmp_path))
     report = exc.value.report
     for failed in ("matches_subscription", "matches_started_instance", "count_matches", "lock_ok", "rule 20a"):
@@ -225,7 +225,7 @@ def test_gold_gate_checks_each_correlation_against_its_subscription_or_instance_
     assert report.count("1 unexpected") == 5, report
     row = (1, "t", "m", "k", "p", 1, "i", "e", None, "CATCH", T, T, "{}")
     released = [("msg-start:q:1", "t", "q", 2, 1, "k", T, T), ("msg-start:q:9", "t", "q", 2, 9, "k", T, None)]
-    gates.check("gold", gates.gold_frames(_gold(spark, [row, start], instances=released)), str(tmp_path))
+    gates.check("gold", rules.gold_frames(_gold(spark, [row, start], instances=released)), str(tmp_path))
 
 
 def test_gold_gate_checks_how_subscriptions_close(spark, tmp_path):
@@ -236,13 +236,13 @@ def test_gold_gate_checks_how_subscriptions_close(spark, tmp_path):
     subs = [_sub("e", "m", "RECEIVE_TASK", True, T, "CORRELATED", 1), _sub("e", "cancel", "BOUNDARY_EVENT", True,
             None, None), _sub("f", "m", "BOUNDARY_EVENT", False, later, "CORRELATED")]
     with pytest.raises(gates.GateFailed) as exc:
-        gates.check("gold", gates.gold_frames(_gold(spark, catch, subscriptions=subs)), str(tmp_path))
+        gates.check("gold", rules.gold_frames(_gold(spark, catch, subscriptions=subs)), str(tmp_path))
     report = exc.value.report
     assert "closed_with_owner" in report and '"message_name": "cancel"' in report
     assert "close_consistent" in report and '"element_instance_key": "f"' in report
     subs = [_sub("e", "m", "EVENT_SUBPROCESS", True, T, "CORRELATED", 1), _sub("e", "n", "EVENT_SUBPROCESS", True,
             T, "SIBLING_CORRELATED"), _sub("e", "cancel", "BOUNDARY_EVENT", True, None, None)]
-    gates.check("gold", gates.gold_frames(_gold(spark, catch, subscriptions=subs)), str(tmp_path))
+    gates.check("gold", rules.gold_frames(_gold(spark, catch, subscriptions=subs)), str(tmp_path))
 
 
 def test_a_failing_gate_stops_the_run_and_leaves_gold_as_it_was(spark, tmp_path, monkeypatch, capsys):
@@ -284,7 +284,7 @@ def test_a_gate_checked_while_the_next_stage_fails_is_what_the_run_reports(spark
     write_jsonl(landing / "messages" / "a.jsonl", [{"position": 1, "name": "m", "correlation_key": "k",
                                                     "published_at": 10}])
     gold_failed = threading.Event()
-    real = gates.silver_frames
+    real = rules.silver_frames
 
     def failing_late(messages):  # the silver gate fails, once the gold stage has
         assert gold_failed.wait(120)
@@ -294,7 +294,7 @@ def test_a_gate_checked_while_the_next_stage_fails_is_what_the_run_reports(spark
         gold_failed.set()
         raise RuntimeError("the engine broke on silver's rows")
 
-    monkeypatch.setattr(gates, "silver_frames", failing_late)
+    monkeypatch.setattr(rules, "silver_frames", failing_late)
     monkeypatch.setattr(gold, "run_engine", engine_breaks)
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 1
     err = capsys.readouterr().err

@@ -1,18 +1,18 @@
-"""A run imports Great Expectations ahead, on a thread of its own (`gates.import_ahead`)."""
+"""A run imports Great Expectations ahead, on a thread of its own (`gx.import_ahead`)."""
 
 import subprocess
 import sys
 
 SCRIPT = """
 import sys
-from correlake.quality import gates
+from correlake.quality import gx
 
 assert "great_expectations" not in sys.modules
-thread = gates.import_ahead()
+thread = gx.import_ahead()
 assert thread.name == "import-great-expectations" and thread.daemon
 thread.join(timeout=120)
 assert "great_expectations" in sys.modules
-assert gates.import_ahead() is None  # once a process
+assert gx.import_ahead() is None  # once a process
 print("imported ahead")
 """
 

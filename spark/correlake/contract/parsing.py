@@ -14,12 +14,10 @@ import sys
 from datetime import datetime, timedelta, timezone
 
 from correlake.config import DEFAULT_TENANT, DEFAULT_TTL_MS
+from correlake.contract.enums import (BOUNDARY_EVENT, ELEMENT_LEFT, ELEMENT_TYPES, EVENT_SUBPROCESS, EVENT_TYPES,
+                                      PROCESS_DEPLOYED, SUBSCRIPTION_OPENED)
 
-ELEMENT_TYPES = frozenset(
-    {"INTERMEDIATE_CATCH_EVENT", "RECEIVE_TASK", "BOUNDARY_EVENT", "EVENT_BASED_GATEWAY", "EVENT_SUBPROCESS"}
-)
-READS_INTERRUPTING = frozenset({"BOUNDARY_EVENT", "EVENT_SUBPROCESS"})
-EVENT_TYPES = frozenset({"PROCESS_DEPLOYED", "SUBSCRIPTION_OPENED", "ELEMENT_LEFT", "INSTANCE_ENDED"})
+READS_INTERRUPTING = (BOUNDARY_EVENT, EVENT_SUBPROCESS)  # the element types whose `interrupting` is read
 
 # contract.md *Times*: a date-time (seconds may be left out, as ISO-8601 allows:
 # `2026-01-01T08:30Z`) with an explicit offset (also the DAG's `as_of` form)
@@ -285,7 +283,7 @@ def parse_workflow_event(obj: dict) -> dict:
         "interrupting": None,
         "message_start_events": None,
     }
-    if kind == "PROCESS_DEPLOYED":
+    if kind == PROCESS_DEPLOYED:
         starts = _get(obj, "message_start_events", False)
         if starts is None:
             starts = []
@@ -296,7 +294,7 @@ def parse_workflow_event(obj: dict) -> dict:
             process_version=_int(obj, "process_version", limit=INT32),
             message_start_events=starts,
         )
-    elif kind == "SUBSCRIPTION_OPENED":
+    elif kind == SUBSCRIPTION_OPENED:
         element_type = _string(obj, "element_type")
         if element_type not in ELEMENT_TYPES:
             raise BadRecord(f"unknown element_type {element_type[:40]!r}")
@@ -317,7 +315,7 @@ def parse_workflow_event(obj: dict) -> dict:
             correlation_key=normalise_key(_get(obj, "correlation_key", True), "correlation_key"),
             interrupting=interrupting,
         )
-    elif kind == "ELEMENT_LEFT":
+    elif kind == ELEMENT_LEFT:
         pik = _get(obj, "process_instance_key", False)
         record.update(
             process_instance_key=None if pik is None else instance_key(pik, "process_instance_key"),

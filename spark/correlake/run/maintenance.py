@@ -22,7 +22,7 @@ from pyspark.sql import SparkSession
 
 from correlake.lake import journal, lock, tables as lake
 from correlake.config import DELETION_VECTOR_TABLES, DELTA_RETAIN_HOURS, TABLES, WRITE_THREADS, table_path
-from correlake.quality.gates import old_validations, remove_validations
+from correlake.quality.gx import old_validations, remove_validations
 from correlake.runtime.threads import run_concurrently
 from correlake.lake.sqlfiles import delta_table
 

@@ -15,7 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pyspark.sql import SparkSession
 
 from correlake.lake.lock import run_lock
-from correlake.quality import gates
+from correlake.quality import gx
 from correlake.quality.gates import GateFailed
 from correlake.caches import history_keys
 from correlake.run.result import RunResult
@@ -38,7 +38,7 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
                                    max_quarantine_ratio=max_quarantine_ratio, rebuild=rebuild, dry_run=dry_run)
         if isinstance(staged, RunResult):
             return staged
-        gates.import_ahead()  # a fresh process's first gate need not wait for it
+        gx.import_ahead()  # a fresh process's first gate need not wait for it
         published = None
         try:
             try:

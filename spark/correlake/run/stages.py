@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from correlake.caches import history_keys
 from correlake.config import GOLD_TABLES, STAGE_NAMES, STREAMS
 from correlake.contract.schemas import SCOPE
-from correlake.quality import gates
+from correlake.quality import rules
 from correlake.quality.gates import GateFailed
 from correlake.run.outbox import new_events
 from correlake.run.staged import Stage, StagedRun
@@ -43,7 +43,7 @@ def _bronze(run: StagedRun) -> None:
 def _bronze_gate(run: StagedRun) -> dict[str, DataFrame]:
     if excess := run.result.quarantine_excess(run.plan.max_quarantine_ratio):
         raise GateFailed("max_quarantine_ratio", excess)
-    return gates.bronze_frames(*(silver.distinct_records(run.frame(f"bronze_{s}")) for s in STREAMS))
+    return rules.bronze_frames(*(silver.distinct_records(run.frame(f"bronze_{s}")) for s in STREAMS))
 
 
 def _silver(run: StagedRun) -> None:
@@ -80,7 +80,7 @@ def _history_keys(run: StagedRun, old_messages, old_events, old_key_groups) -> k
 
 
 def _silver_gate(run: StagedRun) -> dict[str, DataFrame]:
-    return gates.silver_frames(run.frame("silver_messages"))
+    return rules.silver_frames(run.frame("silver_messages"))
 
 
 def _gold(run: StagedRun) -> None:
@@ -106,7 +106,7 @@ def _outbox(run: StagedRun) -> None:
 
 
 def _gold_gate(run: StagedRun) -> dict[str, DataFrame]:
-    return gates.gold_frames({name: run.frame(name) for name in GOLD_TABLES})
+    return rules.gold_frames({name: run.frame(name) for name in GOLD_TABLES})
 
 
 STAGES = tuple(Stage(name, compute, gate) for name, (compute, gate) in zip(

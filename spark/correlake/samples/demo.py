@@ -20,6 +20,9 @@ import random
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from correlake.contract.enums import (BOUNDARY_EVENT, ELEMENT_LEFT, EVENT_BASED_GATEWAY, INSTANCE_ENDED,
+                                      INTERMEDIATE_CATCH_EVENT, PROCESS_DEPLOYED, RECEIVE_TASK,
+                                      SUBSCRIPTION_OPENED)
 from correlake.semantics.start_events import start_instance_key
 
 BASE = datetime(2026, 11, 2, 8, 0, tzinfo=timezone.utc)
@@ -55,7 +58,7 @@ class _World:
         return record
 
     def open(self, t, tenant, process, instance, element, element_type, name, key, **extra):
-        return self.event(t, tenant, "SUBSCRIPTION_OPENED", bpmn_process_id=process, process_version=1,
+        return self.event(t, tenant, SUBSCRIPTION_OPENED, bpmn_process_id=process, process_version=1,
                           process_instance_key=instance, element_instance_key=element, element_id=name,
                           element_type=element_type, message_name=name,
                           correlation_key=key, **extra)
@@ -73,34 +76,34 @@ def _order(world: _World, tenant: str, order_no: int, t: datetime) -> None:
     instance = start_instance_key("order", placed["position"])
     opened = t + timedelta(milliseconds=rng.randint(200, 900))
     task = f"{instance}/pay"
-    for name, element_type, interrupting in (("payment-received", "RECEIVE_TASK", True),
-                                             ("order-cancelled", "BOUNDARY_EVENT", True),
-                                             ("payment-reminder", "BOUNDARY_EVENT", False)):
+    for name, element_type, interrupting in (("payment-received", RECEIVE_TASK, True),
+                                             ("order-cancelled", BOUNDARY_EVENT, True),
+                                             ("payment-reminder", BOUNDARY_EVENT, False)):
         world.open(opened, tenant, "order", instance, task, element_type, name, key, interrupting=interrupting)
     billing = f"bill-{order_no}"
     world.open(opened + timedelta(seconds=1), tenant, "billing", billing, f"{billing}/wait",
-               "INTERMEDIATE_CATCH_EVENT", "payment-received", key)
+               INTERMEDIATE_CATCH_EVENT, "payment-received", key)
 
     fate = rng.random()
     paid_at = t + timedelta(minutes=rng.uniform(1, 50))
     if fate < 0.08:  # cancelled before paying
         world.publish(paid_at, tenant, "order-cancelled", key)
-        world.event(paid_at + timedelta(seconds=1), tenant, "INSTANCE_ENDED", process_instance_key=instance)
+        world.event(paid_at + timedelta(seconds=1), tenant, INSTANCE_ENDED, process_instance_key=instance)
         return
     for _ in range(rng.choice([0, 0, 1, 2])):
         world.publish(t + timedelta(minutes=rng.uniform(0.5, 20)), tenant, "payment-reminder", key, ttl_ms=0)
     if fate < 0.15:  # never paid: the payment arrives after the TTL of nothing; instance waits
         return
     world.publish(paid_at, tenant, "payment-received", key, message_id=f"pay-{order_no}")
-    world.event(paid_at + timedelta(seconds=1), tenant, "ELEMENT_LEFT", element_instance_key=f"{billing}/wait")
+    world.event(paid_at + timedelta(seconds=1), tenant, ELEMENT_LEFT, element_instance_key=f"{billing}/wait")
     gateway = f"{instance}/ship"
     at_gateway = paid_at + timedelta(seconds=2)
     for name in ("shipment-dispatched", "shipment-lost"):
-        world.open(at_gateway, tenant, "order", instance, gateway, "EVENT_BASED_GATEWAY", name, key)
+        world.open(at_gateway, tenant, "order", instance, gateway, EVENT_BASED_GATEWAY, name, key)
     if fate < 0.9:
         shipped = at_gateway + timedelta(minutes=rng.uniform(5, 90))
         world.publish(shipped, tenant, "shipment-dispatched", key, carrier=rng.choice(["DHL", "UPS", "PostNL"]))
-        world.event(shipped + timedelta(seconds=5), tenant, "INSTANCE_ENDED", process_instance_key=instance)
+        world.event(shipped + timedelta(seconds=5), tenant, INSTANCE_ENDED, process_instance_key=instance)
 
 
 def _write(path: Path, records: list[dict], gz: bool = False, extra_lines: list[str] = ()) -> None:
@@ -116,9 +119,9 @@ def write_demo_landing(landing: Path, hours: int = 3, seed: int = 7, orders_per_
     """Write the sample landing (hourly files per stream); return record counts."""
     world = _World(seed)
     for tenant in TENANTS:
-        world.event(BASE - timedelta(days=1), tenant, "PROCESS_DEPLOYED", bpmn_process_id="order",
+        world.event(BASE - timedelta(days=1), tenant, PROCESS_DEPLOYED, bpmn_process_id="order",
                     process_version=1, message_start_events=["order-placed"])
-        world.event(BASE - timedelta(days=1), tenant, "PROCESS_DEPLOYED", bpmn_process_id="billing",
+        world.event(BASE - timedelta(days=1), tenant, PROCESS_DEPLOYED, bpmn_process_id="billing",
                     process_version=1, message_start_events=[])
     for order_no in range(1, hours * orders_per_hour + 1):
         t = BASE + timedelta(seconds=world.rng.uniform(0, hours * 3600))

@@ -10,6 +10,9 @@ import json
 import random
 from pathlib import Path
 
+from correlake.contract.enums import (BOUNDARY_EVENT, ELEMENT_LEFT, INSTANCE_ENDED, INTERMEDIATE_CATCH_EVENT,
+                                      PROCESS_DEPLOYED, RECEIVE_TASK, SUBSCRIPTION_OPENED)
+
 BASE_MS = 1_790_000_000_000
 HOUR_MS = 3_600_000  # a batch's records span one hour
 
@@ -33,7 +36,7 @@ def generate(landing: Path, messages: int, events: int, skew: str, seed: int = 1
     msg_rows, ev_rows = [], []
     if first_position == 1:
         for p in ("order", "billing"):
-            ev_rows.append({"position": pos, "type": "PROCESS_DEPLOYED", "timestamp": start_ms - 1, "bpmn_process_id": p,
+            ev_rows.append({"position": pos, "type": PROCESS_DEPLOYED, "timestamp": start_ms - 1, "bpmn_process_id": p,
                             "process_version": 1, "message_start_events": ["start"] if p == "order" else []})
             pos += 1
     for i, key in enumerate(_keys(rng, messages, skew, key_count)):
@@ -51,16 +54,16 @@ def generate(landing: Path, messages: int, events: int, skew: str, seed: int = 1
         r = rng.random()
         eik = f"e{first_position}-{i // 3}"
         if r < 0.7:
-            ev_rows.append({"position": pos, "type": "SUBSCRIPTION_OPENED", "timestamp": t,
+            ev_rows.append({"position": pos, "type": SUBSCRIPTION_OPENED, "timestamp": t,
                             "bpmn_process_id": rng.choice(["order", "billing"]), "process_instance_key": f"p{eik}",
                             "element_instance_key": eik, "element_type": rng.choice(
-                                ["INTERMEDIATE_CATCH_EVENT", "RECEIVE_TASK", "BOUNDARY_EVENT"]),
+                                [INTERMEDIATE_CATCH_EVENT, RECEIVE_TASK, BOUNDARY_EVENT]),
                             "message_name": rng.choice(["pay", "ship", "cancel"]), "correlation_key": key,
                             "interrupting": rng.random() < 0.8})
         elif r < 0.85:
-            ev_rows.append({"position": pos, "type": "ELEMENT_LEFT", "timestamp": t, "element_instance_key": eik})
+            ev_rows.append({"position": pos, "type": ELEMENT_LEFT, "timestamp": t, "element_instance_key": eik})
         else:
-            ev_rows.append({"position": pos, "type": "INSTANCE_ENDED", "timestamp": t,
+            ev_rows.append({"position": pos, "type": INSTANCE_ENDED, "timestamp": t,
                             "process_instance_key": f"p{eik}"})
         pos += 1
     for stream, rows in (("messages", msg_rows), ("workflow_events", ev_rows)):

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from correlake.semantics.buffer import Message
 
-CATCH, START = "CATCH", "START"  # subscription_type
-
 
 class Correlations:
     """The gold/correlations rows of one partition's pass."""

@@ -10,12 +10,10 @@ sharing tenant, element instance and event time). The Spark side sorts by these 
 
 from __future__ import annotations
 
-# Record kinds: a message publish, and the workflow event types by their contract names.
+# Record kinds: a message publish, and the workflow event types (the contract's names).
+from correlake.contract.enums import ELEMENT_LEFT, INSTANCE_ENDED, PROCESS_DEPLOYED, SUBSCRIPTION_OPENED  # noqa: F401
+
 MESSAGE_PUBLISHED = "MESSAGE_PUBLISHED"
-SUBSCRIPTION_OPENED = "SUBSCRIPTION_OPENED"
-ELEMENT_LEFT = "ELEMENT_LEFT"
-INSTANCE_ENDED = "INSTANCE_ENDED"
-PROCESS_DEPLOYED = "PROCESS_DEPLOYED"
 
 MESSAGE_RANK, WORKFLOW_RANK = 1, 0  # rule 2: at one instant, workflow events before messages
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from correlake.contract.enums import START
 from correlake.semantics.buffer import Message, MessageBuffer
-from correlake.semantics.correlations import START, Correlations
+from correlake.semantics.correlations import Correlations
 
 START_PREFIX = "msg-start:"
 

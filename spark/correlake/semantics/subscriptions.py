@@ -12,15 +12,10 @@ import heapq
 from dataclasses import dataclass
 from typing import Iterator
 
-from correlake.semantics import order
+from correlake.contract.enums import (CATCH, CORRELATED, ELEMENT_LEFT, EVENT_SUBPROCESS, INSTANCE_ENDED,
+                                      SIBLING_CORRELATED)
 from correlake.semantics.buffer import Message, MessageBuffer
-from correlake.semantics.correlations import CATCH, Correlations
-
-EVENT_SUBPROCESS = "EVENT_SUBPROCESS"
-
-# close_reason values
-CORRELATED, SIBLING_CORRELATED = "CORRELATED", "SIBLING_CORRELATED"  # rule 13
-ELEMENT_LEFT, INSTANCE_ENDED = order.ELEMENT_LEFT, order.INSTANCE_ENDED  # rule 11: closed by that record
+from correlake.semantics.correlations import Correlations
 
 
 @dataclass(slots=True)

@@ -19,6 +19,7 @@ from pyspark.sql import functions as F
 
 from correlake.config import COMPONENTS_ON_DRIVER
 from correlake.semantics.start_events import started_message_key_sql
+from correlake.contract.enums import ELEMENT_LEFT, INSTANCE_ENDED, SUBSCRIPTION_OPENED
 from correlake.contract.schemas import SCOPE
 
 MAX_ROUNDS = 64  # of `_components`: it takes about log2 of the longest chain of links
@@ -177,12 +178,12 @@ def route_workflow_events(events: DataFrame, opens_labelled: DataFrame, messages
     subscriptions; INSTANCE_ENDED to those of the instance's subscriptions and, for a
     message-started instance, to its start message's key group.
     """
-    opens = events.where(F.col("type") == "SUBSCRIPTION_OPENED").join(
+    opens = events.where(F.col("type") == SUBSCRIPTION_OPENED).join(
         opens_labelled.select("position", "label"), "position")
     owners = opens_labelled.select("tenant_id", "element_instance_key", "label").distinct()
-    left = events.where(F.col("type") == "ELEMENT_LEFT").join(owners, ["tenant_id", "element_instance_key"])
+    left = events.where(F.col("type") == ELEMENT_LEFT).join(owners, ["tenant_id", "element_instance_key"])
     instances = opens_labelled.select("tenant_id", "process_instance_key", "label")
-    ended = events.where(F.col("type") == "INSTANCE_ENDED")
+    ended = events.where(F.col("type") == INSTANCE_ENDED)
     by_sub = ended.join(instances.distinct(), ["tenant_id", "process_instance_key"])
     by_start = (ended.withColumn("message_key", started_message_key("process_instance_key"))
                 .join(messages_labelled.select("tenant_id", "message_key", "label"), ["tenant_id", "message_key"])

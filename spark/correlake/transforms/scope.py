@@ -23,6 +23,7 @@ from pyspark.sql import functions as F
 from correlake.runtime.hints import broadcast_if_small
 from correlake.transforms.key_groups import (grow_key_groups, linking, owner_links, route_workflow_events,
                                              started_links, started_message_key, updated_key_groups, with_label)
+from correlake.contract.enums import PROCESS_DEPLOYED, SUBSCRIPTION_OPENED
 from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, SCOPE
 from correlake.transforms.silver import accepted_messages
 
@@ -31,11 +32,11 @@ MESSAGE_KEYS = ["position", *SCOPE, "name"]
 
 
 def _opened():
-    return F.col("type") == "SUBSCRIPTION_OPENED"
+    return F.col("type") == SUBSCRIPTION_OPENED
 
 
 def _deployed():
-    return F.col("type") == "PROCESS_DEPLOYED"
+    return F.col("type") == PROCESS_DEPLOYED
 
 
 @dataclass(frozen=True)

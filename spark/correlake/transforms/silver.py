@@ -7,6 +7,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from correlake.semantics.uniqueness import dedup_messages
+from correlake.contract.enums import PROCESS_DEPLOYED
 from correlake.contract.schemas import MESSAGE_FIELDS, L, S, T, struct
 from correlake.transforms.sequential import sequential_pass
 
@@ -66,7 +67,7 @@ DEPLOYMENT_COLUMNS = ["tenant_id", "bpmn_process_id", "process_version", "messag
 def deployed(events: DataFrame) -> DataFrame:
     """The PROCESS_DEPLOYED records among `events`, as deployment rows (silver/deployments).
     Which one counts at each point of the order (rule 18) is the engine's `Deployments`."""
-    return (events.where(F.col("type") == "PROCESS_DEPLOYED")
+    return (events.where(F.col("type") == PROCESS_DEPLOYED)
             .select(*DEPLOYMENT_COLUMNS[:-2], F.col("timestamp").alias("deployed_at"), "position"))
 
 
