@@ -292,17 +292,21 @@ def test_a_kept_driver_is_one_per_set_up_warms_up_once_idle_gives_back_memory_an
 
     version, warmed = ["v1"], []
     monkeypatch.setattr(kept_driver, "code_version", lambda: version[0])
-    monkeypatch.setattr(driver, "WARM_UP_AFTER_SECONDS", 0.05)
     monkeypatch.setattr(driver, "warm_up",
                         lambda spark, rounds, records, until: warmed.append((rounds, records, until())) or [1.0])
-    idle = driver._Idle(3600)
+    now = [0.0]  # the idle time's clock, moved on by the test
+
+    def clock() -> float:
+        return now[0]
+
+    idle = driver._Idle(3600, clock)
     assert idle.stop_reason() is None and not idle.warm_up_due()
-    time.sleep(0.1)
+    now[0] += driver.WARM_UP_AFTER_SECONDS
     assert idle.warm_up_due()  # idle a while: it warms up, once
     idle.warm_up(spark=None, called=lambda: True)
     assert warmed == [(driver.WARM_UP_ROUNDS, driver.WARM_UP_RECORDS, True)] and idle.stop_reason() is None
     assert not idle.give_back_due()  # idle again from the warm-up's end
-    time.sleep(0.1)
+    now[0] += driver.WARM_UP_AFTER_SECONDS
     assert not idle.warm_up_due() and idle.give_back_due()  # then its free heap given back, once an idle time
     gave = []
     monkeypatch.setattr(session, "give_back_memory", lambda spark: gave.append(spark) or (3 * 2 ** 30, 2 * 2 ** 30))
@@ -310,10 +314,10 @@ def test_a_kept_driver_is_one_per_set_up_warms_up_once_idle_gives_back_memory_an
     assert gave == [None] and not idle.give_back_due()
     assert "idle, gave back 1.0 GB of heap (3.0 → 2.0 GB committed)" in capsys.readouterr().out
     idle.served()  # a call
-    time.sleep(0.1)
+    now[0] += driver.WARM_UP_AFTER_SECONDS
     assert idle.give_back_due() and not idle.warm_up_due()
     version[0] = "v2"
     assert idle.stop_reason() == "its code changed on disk"
-    short = driver._Idle(0.01)
-    time.sleep(0.05)
+    short = driver._Idle(0.01, clock)
+    now[0] += 0.05
     assert short.stop_reason() == "no call for 0.01 s"

@@ -375,16 +375,17 @@ class _Idle:
     """A kept driver's idle time: it warms up once it has been idle for WARM_UP_AFTER_SECONDS
     (its first call warmed only that call's paths; a driver kept for less never does), gives
     its free heap back to the system each time it has been idle that long after that, and
-    stops after `seconds` without a call, or once the code on disk is not the code it runs."""
+    stops after `seconds` without a call, or once the code on disk is not the code it runs.
+    Its time is `clock`'s."""
 
-    def __init__(self, seconds: float):
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic):
         from correlake.run.kept_driver import code_version
 
-        self.seconds, self.version, self.warmed = seconds, code_version(), False
+        self.seconds, self.version, self.warmed, self.clock = seconds, code_version(), False, clock
         self.served()
 
     def served(self) -> None:
-        self.last, self.gave_back = time.monotonic(), False
+        self.last, self.gave_back = self.clock(), False
 
     def tick(self) -> float:
         """How long to wait for a call before looking again."""
@@ -393,12 +394,12 @@ class _Idle:
     def stop_reason(self) -> str | None:
         from correlake.run.kept_driver import code_version
 
-        if time.monotonic() - self.last >= self.seconds:
+        if self.clock() - self.last >= self.seconds:
             return f"no call for {self.seconds:g} s"
         return "its code changed on disk" if code_version() != self.version else None
 
     def warm_up_due(self) -> bool:
-        return not self.warmed and time.monotonic() - self.last >= WARM_UP_AFTER_SECONDS
+        return not self.warmed and self.clock() - self.last >= WARM_UP_AFTER_SECONDS
 
     def warm_up(self, spark, called: Callable[[], bool]) -> None:
         """The warm-up, cut short once `called()` (a caller waits)."""
@@ -411,7 +412,7 @@ class _Idle:
         self.served()  # its idle time starts again
 
     def give_back_due(self) -> bool:
-        return not self.gave_back and time.monotonic() - self.last >= WARM_UP_AFTER_SECONDS
+        return not self.gave_back and self.clock() - self.last >= WARM_UP_AFTER_SECONDS
 
     def give_back(self, spark) -> None:
         from correlake.session import give_back_memory
