@@ -27,7 +27,7 @@ from correlake.interfaces import cli
 from correlake.run import driver, pipeline
 from correlake.run.summary import findings
 from correlake.quality.gates import GateFailed
-from helpers import opened, publish, sorted_gold, start_driver, write_landing
+from support.helpers import opened, publish, sorted_gold, start_driver, write_landing
 
 CORRELAKE = str(Path(sys.executable).with_name("correlake"))
 

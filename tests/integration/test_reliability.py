@@ -26,11 +26,11 @@ from correlake.run.staged import LakeMoved
 from correlake.config import TABLES, data_docs_dir, table_path
 from correlake.run.store import staged_runs_dir
 from correlake.transforms import scope as key_scope
-from generators import combine, generate_cases
-from helpers import assert_outbox_agrees, flock_waiters, project, read_gold, versions, write_jsonl
+from support.generators import combine, generate_cases
+from support.helpers import assert_outbox_agrees, flock_waiters, project, read_gold, versions, write_jsonl
 
 CRASH_POINTS = ("bronze", "silver", "merge")
-HERE = Path(__file__).parents[1]  # tests/, where crash_child.py is
+HERE = Path(__file__).parents[1] / "support"  # where crash_child.py is
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from correlake.quality import gates, metrics
 from correlake.transforms import gold
 from correlake.config import data_docs_dir, table_path, validation_results_dir
 from correlake.lake.sqlfiles import delta_table
-from helpers import flock_waiters, write_jsonl
+from support.helpers import flock_waiters, write_jsonl
 
 T = datetime(2026, 1, 1)
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from helpers import iso_to_millis
-from reference_model import reference
+from support.helpers import iso_to_millis
+from support.reference_model import reference
 
 SCENARIOS = sorted((Path(__file__).parents[1] / "data" / "conformance").glob("*.json"))
 

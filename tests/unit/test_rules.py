@@ -7,8 +7,8 @@ prove the pipeline around it, and the rules that need it: arrival-order invarian
 
 from __future__ import annotations
 
-from helpers import parsed
-from records import S, deploy, ended, left, msg, sub
+from support.helpers import parsed
+from support.records import S, deploy, ended, left, msg, sub
 from test_engine_model import engine_gold
 
 def run(messages=(), events=()):
