@@ -9,7 +9,7 @@ a retry an hour away: the pass reads both tables, finds no due head and sends no
 Timed in this process (twice: cold, warm) and as a `correlake deliver` process.
 
 webhook: --webhook-events events over --keys keys (so events/keys rounds) sent by one pass
-to a receiver that deduplicates (tests/delivery_helpers.Receiver) in another process;
+to a receiver that deduplicates (tests/support/delivery_helpers.Receiver) in another process;
 events/s and the pass's peak memory (its process's max RSS).
 """
 
@@ -34,7 +34,7 @@ from deltalake import write_deltalake  # noqa: E402
 from correlake.config import table_path  # noqa: E402
 from correlake.delivery import deliver  # noqa: E402
 from correlake.delivery.tables import arrow_schema  # noqa: E402
-from delivery_helpers import TENANT, event, write_outbox  # noqa: E402
+from support.delivery_helpers import TENANT, event, write_outbox  # noqa: E402
 
 CORRELAKE = [sys.executable, "-m", "correlake.interfaces.cli"]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "spark")}  # this checkout's correlake
@@ -109,7 +109,7 @@ def idle(root: Path, count: int) -> dict:
 RECEIVER = """
 import sys, time
 sys.path[:0] = [{spark!r}, {tests!r}]
-from delivery_helpers import Receiver
+from support.delivery_helpers import Receiver
 receiver = Receiver()
 print(receiver.url, flush=True)
 sys.stdin.read()

@@ -3,7 +3,7 @@
     .venv/bin/python scripts/benchmark_rabbitmq.py [--events 100000] [--batch 100000] [--window 2000[,500...]]
         [--partitions 8] [--keys 25000] [--amqp-url URL] [--out .local/bench]
 
-Not run by CI. Without --amqp-url it starts a throwaway broker (tests/brokers.py: Debian's
+Not run by CI. Without --amqp-url it starts a throwaway broker (tests/support/brokers.py: Debian's
 rabbitmq-server on 127.0.0.1) and stops it after. Each --window (the most events in flight
 unconfirmed) is measured in a fresh process, on empty queues: events/s over `send` calls of
 --batch events each (every event confirmed), and the process's peak resident memory, with the
@@ -76,7 +76,7 @@ def measure(url: str, n: int, batch: int, window: int, partitions: int) -> dict:
 def measure_pass(url: str, n: int, keys: int, partitions: int) -> dict:
     """A `correlake deliver` process over an outbox of n events on `keys` keys."""
     sys.path[:0] = [str(ROOT / "tests")]
-    from delivery_helpers import TENANT, event, write_outbox
+    from support.delivery_helpers import TENANT, event, write_outbox
 
     per_key = max(n // keys, 1)
     lake = Path(tempfile.mkdtemp(prefix="correlake-bench-pass-")) / "lake"
@@ -125,7 +125,7 @@ def main() -> int:
     node = None
     if not args.amqp_url:
         sys.path.insert(0, str(ROOT / "tests"))
-        from brokers import RabbitNode
+        from support.brokers import RabbitNode
 
         node = RabbitNode(Path(tempfile.mkdtemp(prefix="correlake-bench-rabbitmq-")), max_message_size=16 << 20)
         node.start()

@@ -10,7 +10,7 @@ Not run by CI. Each run is a fresh `correlake run` process, as cron or a plain A
 task starts it (Spark's start, and on the cluster its executors', included): a first
 run over the generated landing, then an increment of `--increment` of its records in the
 hour after (`as_of` moves). The cluster and the object store are the tests' own
-(`tests/cluster.py`, `tests/s3server.py`: moto, one request at a time), both on this
+(`tests/support/cluster.py`, `tests/support/s3server.py`: moto, one request at a time), both on this
 machine's 2 cores: the figures are the overhead of real executors and of a store behind
 HTTP here, not a cluster's or AWS's speed. Object storage needs `make setup-s3`.
 """
@@ -67,8 +67,8 @@ def main() -> None:
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT / "tests"))
     os.environ.update({"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1"})
-    from cluster import SparkCluster, private_env
-    from s3server import S3Server
+    from support.cluster import SparkCluster, private_env
+    from support.s3server import S3Server
 
     from correlake.lake import objectstore
     from correlake.samples.workload import BASE_MS, HOUR_MS, generate

@@ -1,24 +1,32 @@
-import json
+"""What every tier shares: the test session's environment (`pytest_configure`), the rule
+that CI forbids skips, and the session's services that more than one tier uses: its
+SparkSession, its driver, the demo's run and lake, the S3 server. A fixture of one tier
+is in that tier's conftest.py; the tests' helper modules are in `tests/support/`."""
+
 import os
 import signal
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-os.environ.setdefault("CORRELAKE_SHUFFLE_PARTITIONS", "2")
-# No driver kept behind by the tests' runs (driver/kept.py): they run in their own
-# process or on the session's driver (`served`); test_driver.py starts a kept one itself.
-os.environ["CORRELAKE_KEEP_DRIVER"] = "0"
-# Object storage is the test session's S3 server only (the `s3` fixture), with its test
-# credentials, never a developer's: set before any JVM starts (hadoop-aws reads AWS's
-# environment variables, as boto3 and delta-rs do).
-for _name in ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
-              "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "CORRELAKE_S3_ENDPOINT"):
-    os.environ.pop(_name, None)
-os.environ.update({"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1",
-                   "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull})
+
+def pytest_configure(config):
+    """The session's environment, set before any test module is imported and any JVM starts;
+    as it was again at the end. Two shuffle partitions; no driver kept behind by the tests'
+    runs (driver/kept.py: they run in their own process or on the session's driver,
+    `served`; test_driver.py starts a kept one itself). Object storage is the session's S3
+    server only (the `s3` fixture), with its test credentials, never a developer's
+    (hadoop-aws reads AWS's environment variables, as boto3 and delta-rs do)."""
+    env = pytest.MonkeyPatch()
+    config.add_cleanup(env.undo)
+    if "CORRELAKE_SHUFFLE_PARTITIONS" not in os.environ:
+        env.setenv("CORRELAKE_SHUFFLE_PARTITIONS", "2")
+    env.setenv("CORRELAKE_KEEP_DRIVER", "0")
+    for name in ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_PROFILE", "AWS_DEFAULT_PROFILE",
+                 "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "CORRELAKE_S3_ENDPOINT"):
+        env.delenv(name, raising=False)
+    for name, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1",
+                        "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull}.items():
+        env.setenv(name, value)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -28,6 +36,26 @@ def allowed_root(tmp_path_factory):
     os.environ["CORRELAKE_ALLOWED_ROOT"] = str(tmp_path_factory.getbasetemp().resolve())
 
 
+# -- No skips CI cannot see: with CORRELAKE_FORBID_SKIPS=1 (.ci/run) a skip is a failure --
+def _forbid_skip(report):
+    if os.environ.get("CORRELAKE_FORBID_SKIPS") == "1" and report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+        report.outcome = "failed"
+        report.longrepr = f"skipped ({reason}), and CORRELAKE_FORBID_SKIPS=1 forbids skips: install what it needs"
+    return report
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    return _forbid_skip((yield))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_make_collect_report(collector):
+    return _forbid_skip((yield))
+
+
+# -- Spark (tests/spark, tests/integration) ----------------------------------------------
 @pytest.fixture(scope="session")
 def spark():
     """The one SparkSession of the test session (Delta from the local JARs)."""
@@ -67,7 +95,7 @@ def demo_lake(demo_run):
 def served(tmp_path_factory):
     """The test session's long-lived driver (`correlake serve`): (socket, log file). Child
     processes that run the pipeline call it (CORRELAKE_DRIVER) rather than start a JVM each."""
-    from helpers import start_driver
+    from support.helpers import start_driver
 
     process, socket, log = start_driver(tmp_path_factory.mktemp("driver"))
     yield socket, log
@@ -77,140 +105,7 @@ def served(tmp_path_factory):
     assert not socket.exists() and not socket.with_name("driver.sock.key").exists()
 
 
-# -- Airflow (tests/test_airflow_*.py) -------------------------------------------------
-AIRFLOW_PASSWORD = "correlake-test"
-AIRFLOW_BIN = str(Path(sys.executable).with_name("airflow"))
-
-
-def airflow_env(home: Path) -> dict[str, str]:
-    """Airflow settings of a test home: this repo's dags/, no example DAGs."""
-    return {"AIRFLOW_HOME": str(home),
-            "AIRFLOW__CORE__DAGS_FOLDER": str(Path(__file__).resolve().parents[1] / "dags"),
-            "AIRFLOW__CORE__LOAD_EXAMPLES": "False"}
-
-
-@pytest.fixture(scope="session")
-def airflow_home(tmp_path_factory):
-    """A fresh, migrated AIRFLOW_HOME (SQLite) with the project's dags/, the DAG serialized,
-    user admin / AIRFLOW_PASSWORD, the signing keys of `make airflow`; set in this process's
-    environment before Airflow is imported."""
-    from correlake.interfaces import airflow_local
-
-    home = tmp_path_factory.mktemp("airflow_home")
-    passwords = home / "passwords.json"
-    passwords.write_text(json.dumps({"admin": AIRFLOW_PASSWORD}))
-    os.environ.update({
-        **airflow_env(home),
-        **airflow_local.signing_keys(home),  # as `make airflow` signs
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
-    })
-    for command in (["db", "migrate"], ["dags", "reserialize"]):
-        subprocess.run([AIRFLOW_BIN, *command], check=True, capture_output=True)
-    return home
-
-
-@pytest.fixture(scope="session")
-def dag_bag(airflow_home):
-    """The DAGs of dags/, as Airflow's DagBag loads them."""
-    from airflow.dag_processing.dagbag import DagBag
-
-    bag = DagBag(dag_folder=os.environ["AIRFLOW__CORE__DAGS_FOLDER"])
-    assert bag.import_errors == {}
-    assert sorted(bag.dags) == ["correlake_delivery", "correlake_hourly", "correlake_maintenance"]
-    return bag
-
-
-@pytest.fixture(scope="session")
-def correlake_dag(dag_bag):
-    return dag_bag.dags["correlake_hourly"]
-
-
-@pytest.fixture(scope="session")
-def maintenance_dag(dag_bag):
-    return dag_bag.dags["correlake_maintenance"]
-
-
-@pytest.fixture(scope="session")
-def delivery_dag(dag_bag):
-    return dag_bag.dags["correlake_delivery"]
-
-
-SMALL_DEMO = {"hours": 1, "orders_per_hour": 30}  # the landing of the Airflow tests' runs
-
-
-@pytest.fixture(scope="session")
-def small_demo(spark, tmp_path_factory):
-    """The SMALL_DEMO landing and the lake of one `correlake run` over it, in this process:
-    (landing, lake). Read only: the driver's and the Airflow tests compare their runs' gold
-    with it, and run over that landing into lakes of their own."""
-    from correlake.interfaces import cli
-    from correlake.samples.demo import write_demo_landing
-
-    root = tmp_path_factory.mktemp("small_demo")
-    write_demo_landing(root / "landing", **SMALL_DEMO)
-    assert cli.main(["run", "--landing", str(root / "landing"), "--lake", str(root / "lake")]) == 0
-    return root / "landing", str(root / "lake")
-
-
-@pytest.fixture(scope="session")
-def small_demo_gold(spark, small_demo):
-    """The gold of `correlake run` over the SMALL_DEMO landing (sorted rows): what each
-    Airflow run of that landing must give."""
-    from helpers import sorted_gold
-
-    return sorted_gold(spark, small_demo[1])
-
-
-@pytest.fixture(scope="session")
-def airflow_run(spark, correlake_dag, tmp_path_factory):
-    """One successful `dag.test()` run on a small demo landing: (dag run, landing, lake).
-    Its tasks run in this process, on the test session's SparkSession."""
-    from correlake.samples.demo import write_demo_landing
-
-    root = tmp_path_factory.mktemp("airflow_run")
-    landing, lake = root / "landing", root / "lake"
-    write_demo_landing(landing, **SMALL_DEMO)
-    os.environ.update({"AIRFLOW_VAR_CORRELAKE_LANDING": str(landing), "AIRFLOW_VAR_CORRELAKE_LAKE": str(lake)})
-    return correlake_dag.test(), landing, lake
-
-
-# -- No skips CI cannot see: with CORRELAKE_FORBID_SKIPS=1 (.ci/run) a skip is a failure --
-def _forbid_skip(report):
-    if os.environ.get("CORRELAKE_FORBID_SKIPS") == "1" and report.skipped and not hasattr(report, "wasxfail"):
-        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
-        report.outcome = "failed"
-        report.longrepr = f"skipped ({reason}), and CORRELAKE_FORBID_SKIPS=1 forbids skips: install what it needs"
-    return report
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item, call):
-    return _forbid_skip((yield))
-
-
-@pytest.hookimpl(wrapper=True)
-def pytest_make_collect_report(collector):
-    return _forbid_skip((yield))
-
-
-# -- RabbitMQ (tests/integration/test_delivery_rabbitmq.py) ---------------------------------
-@pytest.fixture(scope="session")
-def rabbitmq(tmp_path_factory):
-    """The test session's throwaway RabbitMQ node (tests/brokers.py), stopped at the end."""
-    from brokers import RabbitNode, rabbitmq_installed
-
-    if not rabbitmq_installed():
-        pytest.skip("Debian's rabbitmq-server is not installed (.ci/run installs it)")
-    node = RabbitNode(tmp_path_factory.mktemp("rabbitmq"))
-    try:
-        node.start()
-        yield node
-    finally:
-        node.stop()
-
-
-# -- S3 (tests/integration/test_s3_storage.py, tests/unit/test_s3server.py) ------------------
+# -- S3 (tests/unit/test_s3server.py, test_objectstore_state.py; tests/integration/test_s3_*.py) --
 S3_BUCKET = "correlake-test"
 
 
@@ -229,9 +124,9 @@ class S3:
 
 @pytest.fixture(scope="session")
 def s3(tmp_path_factory):
-    """The test session's S3 server (tests/s3server.py), set as CORRELAKE_S3_ENDPOINT, with
-    the bucket S3_BUCKET; stopped at the end."""
-    from s3server import S3Server
+    """The test session's S3 server (tests/support/s3server.py), set as CORRELAKE_S3_ENDPOINT,
+    with the bucket S3_BUCKET; stopped at the end."""
+    from support.s3server import S3Server
 
     from correlake.lake import objectstore
 
@@ -244,32 +139,3 @@ def s3(tmp_path_factory):
     finally:
         os.environ.pop("CORRELAKE_S3_ENDPOINT", None)
         server.stop()
-
-
-@pytest.fixture(scope="session")
-def s3_spark(spark, s3):
-    """The test session's SparkSession, its `s3a://` on the `s3` server (session.use_object_store:
-    the session may have started before the server)."""
-    from correlake.config import SparkSettings
-    from correlake.runtime.jars import s3_jars
-    from correlake.runtime.session import use_object_store
-
-    if not s3_jars(SparkSettings()):
-        pytest.skip("the JARs of s3a:// are not fetched (make setup-s3)")
-    use_object_store(spark)
-    return spark
-
-
-# -- Spark standalone cluster (tests/integration/test_cluster.py) ---------------------------
-@pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory):
-    """The test session's throwaway Spark standalone cluster (tests/cluster.py): a master and
-    two workers of 1 core and 1.5 GB on 127.0.0.1, stopped at the end."""
-    from cluster import SparkCluster
-
-    cluster = SparkCluster(tmp_path_factory.mktemp("spark_cluster"))
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.stop()

@@ -16,8 +16,8 @@ from types import SimpleNamespace
 import pytest
 import requests
 
-from conftest import AIRFLOW_BIN, AIRFLOW_PASSWORD
-from helpers import free_port, listening_addresses
+from support.airflow_settings import AIRFLOW_BIN, AIRFLOW_PASSWORD
+from support.helpers import free_port, listening_addresses
 from test_airflow_dag import TASKS
 
 from correlake.interfaces import airflow_log_server

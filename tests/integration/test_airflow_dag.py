@@ -17,7 +17,7 @@ import pytest
 from correlake.config import GOLD_TABLES, table_path
 from correlake.lake.tables import version
 from correlake.run.store import staged_runs_dir
-from helpers import sorted_gold, versions, write_jsonl
+from support.helpers import sorted_gold, versions, write_jsonl
 
 DAG_FILES = [str(Path(__file__).resolve().parents[2] / "dags" / f"{name}.py")
              for name in ("correlake_hourly", "correlake_maintenance", "correlake_delivery")]
@@ -249,7 +249,7 @@ def test_the_delivery_dag_sends_the_hourly_dag_s_correlations_to_the_connection_
         spark, delivery_dag, airflow_run, monkeypatch, capfd):
     """A webhook Connection from the environment, a real receiver: every gold correlation
     of the hourly DAG's lake arrives once; without a Connection the task skips."""
-    from delivery_helpers import Receiver
+    from support.delivery_helpers import Receiver
 
     lake = str(airflow_run[2])
     monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LAKE", lake)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import AIRFLOW_BIN, airflow_env
-from helpers import free_port, sorted_gold
+from support.airflow_settings import AIRFLOW_BIN, airflow_env
+from support.helpers import free_port, sorted_gold
 from test_airflow_dag import TASKS
 
 

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from cluster import private_env, python_without_correlake
 from correlake.driver import launch
-from generators import SEED, START_EVENTS, combine, generate_cases, shuffled_chunks
-from helpers import assert_gold_equals, read_gold, sorted_gold, write_landing
-from reference_model import reference
+from support.cluster import private_env, python_without_correlake
+from support.generators import SEED, START_EVENTS, combine, generate_cases, shuffled_chunks
+from support.helpers import assert_gold_equals, read_gold, sorted_gold, write_landing
+from support.reference_model import reference
 
 CORRELAKE = str(Path(sys.executable).with_name("correlake"))
 

@@ -1,4 +1,4 @@
-"""The RabbitMQ sink on a real broker (tests/brokers.py), fed hand-built events: the contract's
+"""The RabbitMQ sink on a real broker (tests/support/brokers.py), fed hand-built events: the contract's
 declarations and message properties, in-partition order, single active consumer, the
 outcomes (confirmed, returned, oversized, unreachable), `drained`, and two faults — the
 broker SIGKILLed mid-send and a consumer SIGKILLed before acknowledging — after which the
@@ -32,9 +32,9 @@ from correlake.delivery import rabbitmq
 from correlake.delivery.rabbitmq import EXCHANGE, RabbitMQSink, queue_name
 from correlake.errors import DeliveryError
 from correlake.interfaces import cli
-from delivery_helpers import TENANT, by_key_alone, not_in_sequence, out_of_order, write_outbox
-from delivery_helpers import event as outbox_row
-from helpers import free_port
+from support.delivery_helpers import TENANT, by_key_alone, not_in_sequence, out_of_order, write_outbox
+from support.delivery_helpers import event as outbox_row
+from support.helpers import free_port
 
 CONSUMERS = PROJECT_ROOT / "examples" / "consumers"
 sys.path.insert(0, str(CONSUMERS))

@@ -27,7 +27,7 @@ from correlake.config import table_path
 from correlake.delivery.events import partition_of
 from correlake.interfaces import cli
 from correlake.lake.lock import held
-from delivery_helpers import TENANT, Receiver, by_key_alone, event, not_in_sequence, out_of_order, write_outbox
+from support.delivery_helpers import TENANT, Receiver, by_key_alone, event, not_in_sequence, out_of_order, write_outbox
 
 FAST_RETRY = ["--retry-base", "0.01", "--retry-cap", "0.05"]
 GROUP = 21  # order-2's first two events: one message correlated twice
@@ -317,7 +317,7 @@ def test_a_pass_compacts_tables_with_many_files(lake, receiver, monkeypatch):
 
 
 def test_a_refused_connection_is_retried_later(lake, capsys):
-    from helpers import free_port
+    from support.helpers import free_port
 
     url = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens there
     code = cli.main(["deliver", "--lake", lake, "--sink", "webhook", "--url", url, "--retry-base", "3600",

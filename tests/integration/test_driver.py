@@ -28,7 +28,7 @@ from correlake.driver import client, idle as driver_idle, kept, launch, server, 
 from correlake.run import pipeline
 from correlake.run.summary import findings
 from correlake.quality.gates import GateFailed
-from helpers import opened, publish, sorted_gold, start_driver, write_landing
+from support.helpers import opened, publish, sorted_gold, start_driver, write_landing
 
 CORRELAKE = str(Path(sys.executable).with_name("correlake"))
 
@@ -290,18 +290,22 @@ def test_a_kept_driver_is_one_per_set_up_warms_up_once_idle_gives_back_memory_an
 
     version, warmed = ["v1"], []
     monkeypatch.setattr(kept, "code_version", lambda: version[0])
-    monkeypatch.setattr(driver_idle, "WARM_UP_AFTER_SECONDS", 0.05)
     monkeypatch.setattr(driver_idle, "warm_up",
                         lambda spark, rounds, records, until: warmed.append((rounds, records, until())) or [1.0])
-    unasked, idle = driver_idle.Idle(3600), driver_idle.Idle(3600, warm_up_rounds=6)
+    now = [0.0]  # the idle time's clock, moved on by the test
+
+    def clock() -> float:
+        return now[0]
+
+    unasked, idle = driver_idle.Idle(3600, clock=clock), driver_idle.Idle(3600, warm_up_rounds=6, clock=clock)
     assert idle.stop_reason() is None and not idle.warm_up_due()
-    time.sleep(0.1)
+    now[0] += driver_idle.WARM_UP_AFTER_SECONDS
     assert idle.warm_up_due()  # idle a while: it warms up, once (CORRELAKE_KEEP_DRIVER_WARM_UP=6)
     assert not unasked.warm_up_due() and unasked.give_back_due()  # by default: no CPU spent between calls
     idle.warm_up(spark=None, called=lambda: True)
     assert warmed == [(6, driver_idle.WARM_UP_RECORDS, True)] and idle.stop_reason() is None
     assert not idle.give_back_due()  # idle again from the warm-up's end
-    time.sleep(0.1)
+    now[0] += driver_idle.WARM_UP_AFTER_SECONDS
     assert not idle.warm_up_due() and idle.give_back_due()  # then its free heap given back, once an idle time
     gave = []
     monkeypatch.setattr(driver_idle, "give_back_memory", lambda spark: gave.append(spark) or (3 * 2 ** 30, 2 * 2 ** 30))
@@ -309,10 +313,10 @@ def test_a_kept_driver_is_one_per_set_up_warms_up_once_idle_gives_back_memory_an
     assert gave == [None] and not idle.give_back_due()
     assert "idle, gave back 1.0 GB of heap (3.0 → 2.0 GB committed)" in capsys.readouterr().out
     idle.served()  # a call
-    time.sleep(0.1)
+    now[0] += driver_idle.WARM_UP_AFTER_SECONDS
     assert idle.give_back_due() and not idle.warm_up_due()
     version[0] = "v2"
     assert idle.stop_reason() == "its code changed on disk"
-    short = driver_idle.Idle(0.01)
-    time.sleep(0.05)
+    short = driver_idle.Idle(0.01, clock=clock)
+    now[0] += 0.05
     assert short.stop_reason() == "no call for 0.01 s"

@@ -50,7 +50,7 @@ def test_the_contract_tables_are_read_by_every_delta_rs_reader(spark, tmp_path):
 
     from correlake.run import pipeline
     from correlake.config import DELETION_VECTOR_TABLES, GOLD_TABLES
-    from helpers import opened, publish, write_landing
+    from support.helpers import opened, publish, write_landing
 
     lake = str(tmp_path / "lake")
     t0 = 1767225600000
@@ -92,7 +92,7 @@ def test_times_of_any_year_pass_the_gates_and_read_the_same_without_spark(spark,
     """Years 1 to 9999 are valid times; pandas (in the gates) holds 1677-2262 only, and
     Parquet's INT96 (Spark's default) is read wrapped by delta-rs outside that range."""
     from correlake.run import pipeline
-    from helpers import write_landing
+    from support.helpers import write_landing
 
     messages = [{"position": 1, "name": "m", "correlation_key": "a", "published_at": "1600-01-01T00:00:00Z"},
                 {"position": 2, "name": "m", "correlation_key": "b", "published_at": "2026-01-01T00:00:00Z",

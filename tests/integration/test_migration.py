@@ -9,7 +9,7 @@ import shutil
 
 from correlake.config import table_path
 from correlake.interfaces import cli
-from helpers import as_revision_1, sorted_gold, versions
+from support.helpers import as_revision_1, sorted_gold, versions
 
 
 def test_a_revision_1_lake_is_migrated_by_its_next_run(spark, small_demo, small_demo_gold, tmp_path, capsys):

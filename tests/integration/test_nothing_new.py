@@ -14,7 +14,7 @@ import time
 from correlake.config import lake_state_dir
 from correlake.run import pipeline, unchanged
 from correlake.run.summary import summary
-from helpers import as_revision_1, versions
+from support.helpers import as_revision_1, versions
 
 
 def test_a_run_with_nothing_to_do_needs_no_jvm(spark, small_demo, tmp_path):

@@ -23,14 +23,14 @@ from correlake.lake import journal, tables as lake
 from correlake.quality import gates
 from correlake.run import pipeline, stepwise, writes
 from correlake.run.staged import LakeMoved
-from correlake.config import TABLES, table_path
+from correlake.config import TABLES, data_docs_dir, table_path
 from correlake.run.store import staged_runs_dir
 from correlake.transforms import scope as key_scope
-from generators import combine, generate_cases
-from helpers import assert_outbox_agrees, project, read_gold, versions, write_jsonl
+from support.generators import combine, generate_cases
+from support.helpers import assert_outbox_agrees, flock_waiters, project, read_gold, versions, write_jsonl
 
 CRASH_POINTS = ("bronze", "silver", "merge")
-HERE = Path(__file__).parents[1]  # tests/, where crash_child.py is
+HERE = Path(__file__).parents[1] / "support"  # where crash_child.py is
 
 
 @pytest.fixture(scope="module")
@@ -147,17 +147,21 @@ def test_a_run_stopped_while_a_gate_is_checked_beside_a_stage_stops_whole(spark,
     landing, base, _, _ = world
     lake_dir = copy_lake(base, tmp_path / "gated")
     before = snapshot(spark, lake_dir)
-    real_check, real_recompute, checking = gates.check, key_scope.recompute, threading.Event()
+    real_check, real_recompute = gates.check, key_scope.recompute
+    checking, stopped = threading.Event(), threading.Event()
 
     def slow_check(*args, **kwargs):  # the bronze gate still running when silver is stopped
         checking.set()
-        time.sleep(3)
+        assert stopped.wait(60)
         return real_check(*args, **kwargs)
 
     def stopped_recompute(*args, **kwargs):
         assert checking.wait(60)
-        os.kill(os.getpid(), signal.SIGTERM)
-        return real_recompute(*args, **kwargs)
+        try:
+            os.kill(os.getpid(), signal.SIGTERM)  # its handler raises in this thread, the main one
+            return real_recompute(*args, **kwargs)
+        finally:
+            stopped.set()
 
     monkeypatch.setattr(gates, "check", slow_check)
     monkeypatch.setattr(key_scope, "recompute", stopped_recompute)
@@ -209,20 +213,23 @@ def test_a_crashed_first_run_leaves_no_table_folder_behind(spark, tmp_path):
 
 
 def test_two_runs_at_once_one_proceeds_the_other_waits_or_is_refused(spark, world, served, tmp_path, capsys):
-    """The first run is another process's: the test session's driver, called by a `correlake run`."""
+    """The first run is another process's: the test session's driver, called by a `correlake run`.
+    It is held at its bronze gate, its lock held, while the test holds the lake's Data Docs."""
     landing, base, _, reference = world
     lake_dir = copy_lake(base, tmp_path / "lake")
-    first = subprocess.Popen([sys.executable, "-m", "correlake.interfaces.cli", "run", "--landing", str(landing),
-                              "--lake", lake_dir, "--max-quarantine-ratio", "1"],
-                             env={**os.environ, "CORRELAKE_DRIVER": str(served[0])},
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lock = Path(lake_dir) / "_state" / "lock"
-    deadline = time.time() + 300
-    while not lock.exists() and first.poll() is None and time.time() < deadline:
-        time.sleep(0.05)
-    assert lock.exists(), first.communicate()[0]
-    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 2
-    assert "another correlake run holds" in capsys.readouterr().err
+    lock, guard = Path(lake_dir) / "_state" / "lock", data_docs_dir(lake_dir).parent / "docs.guard"
+    with gates.docs_guard(lake_dir):
+        first = subprocess.Popen([sys.executable, "-m", "correlake.interfaces.cli", "run", "--landing", str(landing),
+                                  "--lake", lake_dir, "--max-quarantine-ratio", "1"],
+                                 env={**os.environ, "CORRELAKE_DRIVER": str(served[0])},
+                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        deadline = time.time() + 300
+        while not flock_waiters(guard) and first.poll() is None and time.time() < deadline:
+            time.sleep(0.05)  # a blocked `flock` shows in the kernel's lock table only: looked at again each 50 ms
+        assert flock_waiters(guard) == 1, "the first run is not waiting at its bronze gate"
+        assert lock.exists(), first.communicate()[0]
+        assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 2
+        assert "another correlake run holds" in capsys.readouterr().err
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--wait", "600"]) == 0
     assert first.wait() == 0, first.communicate()[0]
     assert "nothing new" in capsys.readouterr().out  # it waited, then found the work done

@@ -22,8 +22,8 @@ from correlake.lake import deltars, files, journal, meta, objectstore, tables
 from correlake.run import stepwise, unchanged
 from correlake.run.stages import STAGES
 from correlake.run.store import staged_runs_dir
-from delivery_helpers import Receiver
-from helpers import sorted_gold, versions
+from support.delivery_helpers import Receiver
+from support.helpers import sorted_gold, versions
 
 
 def upload(folder: Path, uri: str) -> None:

@@ -27,7 +27,7 @@ from correlake.contract.parsing import MAX_MILLIS
 from correlake.lake.landing import OUTSIDE_WHY, list_files, new_files
 from correlake.lake.sqlfiles import delta_table
 from correlake.run import staged
-from helpers import PythonWorkerPeak, versions, write_jsonl, write_landing
+from support.helpers import PythonWorkerPeak, versions, write_jsonl, write_landing
 
 T0 = 1767225600000
 MARKER = "SECRET-MARKER-7f3a"  # in files outside the landing, never to be read

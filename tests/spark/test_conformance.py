@@ -35,7 +35,7 @@ import pytest
 from correlake.config import GOLD_TABLES, table_path
 from correlake.contract.reasons import reason_kind
 from correlake.interfaces import cli
-from helpers import START_KEY, iso_to_millis, read_gold, relabel, write_landing
+from support.helpers import START_KEY, iso_to_millis, read_gold, relabel, write_landing
 
 DATA = Path(__file__).parents[1] / "data"
 SHARED = sorted(DATA.glob("conformance/*.json"))

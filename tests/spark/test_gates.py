@@ -19,7 +19,7 @@ from correlake.quality import gates, gx, metrics, rules
 from correlake.transforms import gold
 from correlake.config import data_docs_dir, table_path, validation_results_dir
 from correlake.lake.sqlfiles import delta_table
-from helpers import write_jsonl
+from support.helpers import flock_waiters, write_jsonl
 
 T = datetime(2026, 1, 1)
 
@@ -107,12 +107,6 @@ print(len(list(Path(sys.argv[2]).rglob("*.json"))), flush=True)
 """
 
 
-def _flock_waiters(path: Path) -> int:
-    """How many `flock`s wait for `path` (the kernel's /proc/locks lists each waiter with "->")."""
-    inode = f":{path.stat().st_ino} "
-    return sum(1 for line in Path("/proc/locks").read_text().splitlines() if "->" in line and inode in line)
-
-
 def test_a_gate_waits_while_another_process_writes_the_lakes_data_docs(spark, tmp_path):
     """GX's index build deletes the pages of results it did not list, so the lake's results
     and Data Docs are written by one process at a time: while another process holds them,
@@ -139,9 +133,9 @@ def test_a_gate_waits_while_another_process_writes_the_lakes_data_docs(spark, tm
     thread = threading.Thread(target=gate)
     thread.start()
     deadline = time.monotonic() + 120
-    while not _flock_waiters(guard) and thread.is_alive() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert _flock_waiters(guard) == 1, failures  # the gate waits for the guard ...
+    while not flock_waiters(guard) and thread.is_alive() and time.monotonic() < deadline:
+        thread.join(0.05)  # a blocked `flock` shows in the kernel's lock table only: looked at again each 50 ms
+    assert flock_waiters(guard) == 1, failures  # the gate waits for the guard ...
     assert thread.is_alive() and not list(results.rglob("*.json"))  # ... having written nothing
     assert holder.communicate("go\n", timeout=60)[0] == "0\n"  # written while it held the guard: none
     thread.join(120)

@@ -3,7 +3,7 @@ and the answer is the same either way."""
 
 from __future__ import annotations
 
-from helpers import compilations
+from support.helpers import compilations
 
 from correlake.runtime import hints
 

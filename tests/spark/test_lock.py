@@ -13,7 +13,7 @@ import pytest
 
 from correlake.lake import catalog, journal, lock
 from correlake.interfaces import cli
-from helpers import lock_takers_that_won
+from support.helpers import lock_takers_that_won
 
 
 def test_second_run_is_refused_while_the_first_holds_the_lock(tmp_path):

@@ -14,7 +14,7 @@ from correlake.config import TABLES, data_docs_dir, table_path, validation_resul
 from correlake.run.maintenance import RETENTION_CHECK, maintain
 from correlake.lake.sqlfiles import delta_table
 from correlake.samples.workload import BASE_MS, generate
-from helpers import versions
+from support.helpers import versions
 
 
 def contents(spark, lake_dir, version: dict | None = None) -> dict:

@@ -17,7 +17,7 @@ from correlake.delivery.events import partition_of
 from correlake.interfaces import cli
 from correlake.run.outbox import new_events
 from correlake.transforms.outbox import due_keys, outbox_events, partition
-from helpers import versions, write_landing
+from support.helpers import versions, write_landing
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, 250_000, tzinfo=timezone.utc)
 PARTITIONS = 8

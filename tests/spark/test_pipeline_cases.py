@@ -23,8 +23,8 @@ from correlake.transforms import scope
 from correlake.config import GOLD_TABLES, table_path
 from correlake.lake.sqlfiles import delta_table
 from correlake.lake import journal
-from helpers import EVENT_FIELDS, assert_outbox_agrees, read_gold, read_outbox, versions, write_jsonl
-from records import S, deploy, ended, left, msg, sub
+from support.helpers import EVENT_FIELDS, assert_outbox_agrees, read_gold, read_outbox, versions, write_jsonl
+from support.records import S, deploy, ended, left, msg, sub
 
 PUBLISHED = datetime(2025, 12, 31, 23, 0, 0, 500_000, tzinfo=timezone.utc)  # "2026-01-01T00:00:00.5+01:00"
 AS_OF = PUBLISHED + timedelta(seconds=10)  # the latest event time: a workflow event's

@@ -64,7 +64,7 @@ def test_chromium_draws_every_chart(report, tmp_path):
 
 def test_a_lake_of_quarantine_only_has_a_report_and_a_folder_is_no_out_file(spark, tmp_path, capsys):
     from correlake.run import pipeline
-    from helpers import write_jsonl
+    from support.helpers import write_jsonl
 
     landing, lake = tmp_path / "landing", str(tmp_path / "lake")
     write_jsonl(landing / "messages" / "bad.jsonl", ['{"position": 1, "name": ', "not json"])

@@ -19,7 +19,7 @@ import pytest
 from py4j import java_gateway
 from pyspark.sql import functions as F
 
-from helpers import compilations, listening_addresses
+from support.helpers import compilations, listening_addresses
 
 from correlake.runtime import class_archive
 from correlake.config import INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY, ConfigError, SparkSettings, validate

@@ -10,7 +10,7 @@ import pytest
 
 from correlake.lake import catalog
 from correlake.interfaces import cli
-from helpers import read_gold, write_landing
+from support.helpers import read_gold, write_landing
 
 HOUR = 3_600_000
 

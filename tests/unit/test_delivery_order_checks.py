@@ -2,7 +2,7 @@
 (tenant_id, correlation_key), apart: on crafted lists, a check by correlation_key alone
 fails a correct delivery and passes a wrong one; these do neither."""
 
-from delivery_helpers import by_key_alone, by_ordering_key, not_in_sequence, out_of_order
+from support.delivery_helpers import by_key_alone, by_ordering_key, not_in_sequence, out_of_order
 
 # Two tenants' events of one correlation key, each tenant's in order: t2's line came in a
 # later run (or another partition's consumer got ahead), so by key alone it reads 1 2 3 1 2.

@@ -13,9 +13,9 @@ from correlake.lake.sqlfiles import fill
 from correlake.semantics.uniqueness import dedup_messages
 from correlake.semantics import order
 from correlake.semantics.engine import correlate_partition
-from generators import SEED, START_EVENTS, streams
-from helpers import canonical_rows, parsed
-from reference_model import reference
+from support.generators import SEED, START_EVENTS, streams
+from support.helpers import canonical_rows, parsed
+from support.reference_model import reference
 
 
 def engine_gold(messages: list[dict], events: list[dict]) -> dict:

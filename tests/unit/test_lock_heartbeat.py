@@ -14,13 +14,38 @@ import pytest
 
 from correlake.lake import journal, lock
 
-BEAT, STALE = 0.02, 1.0  # a stale time that a loaded machine's beats still meet
+STALE = lock.LOCK_STALE_SECONDS  # far longer than any pause of the test: its lock's age is set with `aged`
 
 
-@pytest.fixture(autouse=True)
-def short_times(monkeypatch):
-    monkeypatch.setattr(lock, "LOCK_HEARTBEAT_SECONDS", BEAT)
-    monkeypatch.setattr(lock, "LOCK_STALE_SECONDS", STALE)
+class Beats:
+    """A heartbeat's pace set by the test (`run_lock(..., pace=beats)`): it beats once per `beat()`."""
+
+    def __init__(self):
+        self.changed, self.asked, self.given, self.thread = threading.Condition(), 0, 0, None
+
+    def __call__(self, stopped: threading.Event) -> bool:  # in the heartbeat's thread: wait for the next beat
+        with self.changed:
+            self.asked, self.thread = self.asked + 1, threading.current_thread()
+            self.changed.notify_all()
+            while self.given < self.asked and not stopped.is_set():
+                self.changed.wait(0.01)  # `stopped` is looked at again each 10 ms
+            return stopped.is_set()
+
+    def beat(self) -> None:
+        """Let one beat through; return once the heartbeat has made it (it waits for the next, or has ended)."""
+        deadline = time.monotonic() + 60
+        with self.changed:
+            self.given += 1
+            self.changed.notify_all()
+            while self.asked <= self.given and not (self.thread and not self.thread.is_alive()):
+                assert time.monotonic() < deadline, "the heartbeat made no beat"
+                self.changed.wait(0.01)
+
+
+def aged(path: Path, seconds: float) -> None:
+    """The lock file as if `seconds` more had gone by since it was last written."""
+    at = path.stat().st_mtime - seconds
+    os.utime(path, (at, at))
 
 
 def other_host(started: float = 0) -> dict:
@@ -28,12 +53,14 @@ def other_host(started: float = 0) -> dict:
 
 
 def test_a_live_holder_is_not_taken_over_however_old_its_lock(tmp_path):
-    with lock.run_lock(str(tmp_path)):
+    beats = Beats()
+    with lock.run_lock(str(tmp_path), pace=beats):
         path = Path(lock.lock_path(str(tmp_path)))
         started = json.loads(path.read_text())["started"]
-        while time.time() - started < 1.5 * STALE:
+        for _ in range(3):  # held for 1.5 stale times, a beat every half of one
+            aged(path, STALE / 2)
             assert lock._take(str(tmp_path), json.dumps(other_host()))[1]
-            time.sleep(BEAT)
+            beats.beat()
         assert json.loads(path.read_text())["started"] == started
         with pytest.raises(lock.LakeBusy):
             lock.check_free(str(tmp_path))
@@ -51,12 +78,14 @@ def test_a_lock_whose_heartbeat_stopped_is_taken_over_after_the_stale_time(tmp_p
 
 
 def test_the_heartbeat_stops_when_the_lock_is_released(tmp_path):
-    with lock.run_lock(str(tmp_path)):
+    beats = Beats()
+    with lock.run_lock(str(tmp_path), pace=beats):
         beating = [t for t in threading.enumerate() if t.name.startswith("correlake-lock-heartbeat")]
         assert len(beating) == 1 and beating[0].daemon
+        aged(Path(lock.lock_path(str(tmp_path))), 1)
         mtime = Path(lock.lock_path(str(tmp_path))).stat().st_mtime_ns
-        while Path(lock.lock_path(str(tmp_path))).stat().st_mtime_ns == mtime:  # it beats
-            time.sleep(BEAT / 4)
+        beats.beat()
+        assert Path(lock.lock_path(str(tmp_path))).stat().st_mtime_ns > mtime  # it beats
     assert not beating[0].is_alive()
     assert not Path(lock.lock_path(str(tmp_path))).exists()
     lock.check_held(str(tmp_path))  # no lock held: nothing to have lost
@@ -64,8 +93,9 @@ def test_the_heartbeat_stops_when_the_lock_is_released(tmp_path):
 
 def test_a_holder_that_lost_its_lock_notices_and_publishes_nothing(tmp_path, caplog):
     successor = other_host(started=time.time())
+    beats = Beats()
     with caplog.at_level(logging.ERROR, logger=lock.__name__):
-        with lock.run_lock(str(tmp_path)):
+        with lock.run_lock(str(tmp_path), pace=beats):
             heartbeat = lock._held[str(tmp_path.resolve())]
             lock.check_held(str(tmp_path))
             Path(lock.lock_path(str(tmp_path))).write_text(json.dumps(successor))  # taken over, as stale
@@ -73,6 +103,7 @@ def test_a_holder_that_lost_its_lock_notices_and_publishes_nothing(tmp_path, cap
                 with pytest.raises(lock.LockLost, match="lost the lock"):
                     with journal.journalled(None, str(tmp_path), "run-1"):  # before it writes anything
                         pass
+                beats.beat()  # its next beat
                 assert heartbeat.lost.wait(timeout=2)
             assert not (tmp_path / "_state" / "inflight.json").exists()
     assert "lost the lake's lock" in caplog.text

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from correlake.config import GOLD_TABLES
-from helpers import iso_to_millis
-from reference_model import reference
+from support.helpers import iso_to_millis
+from support.reference_model import reference
 
 DATA = Path(__file__).parents[1] / "data"
 SCENARIOS = sorted(DATA.glob("conformance/*.json")) + sorted(DATA.glob("scenarios/*.json"))

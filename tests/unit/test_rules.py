@@ -8,8 +8,8 @@ which bronze and silver collapse before the engine, in test_pipeline_cases.
 
 from __future__ import annotations
 
-from helpers import parsed
-from records import S, deploy, ended, left, msg, sub
+from support.helpers import parsed
+from support.records import S, deploy, ended, left, msg, sub
 from test_engine_model import engine_gold
 
 def run(messages=(), events=()):

@@ -1,4 +1,4 @@
-"""The tests' S3 server (tests/s3server.py) keeps S3's conditional writes, through this
+"""The tests' S3 server (tests/support/s3server.py) keeps S3's conditional writes, through this
 process's client (objectstore.client): a create (`If-None-Match: *`) fails on a key that
 exists, a replace (`If-Match`) on an ETag that is no longer the key's, and of racing
 creates of one key exactly one succeeds."""

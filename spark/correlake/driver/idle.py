@@ -21,27 +21,27 @@ class Idle:
     free heap back to the system, and, only if asked (`warm_up_rounds`, from
     CORRELAKE_KEEP_DRIVER_WARM_UP), first warms up once (its first call warmed only that
     call's paths); it stops after `seconds` without a call, or once the code on disk is not
-    the code it runs. Unless asked, it spends no CPU between calls."""
+    the code it runs. Unless asked, it spends no CPU between calls. Its time is `clock`'s."""
 
-    def __init__(self, seconds: float, warm_up_rounds: int = 0):
-        self.seconds, self.version, self.rounds = seconds, kept.code_version(), warm_up_rounds
+    def __init__(self, seconds: float, warm_up_rounds: int = 0, clock: Callable[[], float] = time.monotonic):
+        self.seconds, self.version, self.rounds, self.clock = seconds, kept.code_version(), warm_up_rounds, clock
         self.warmed = not warm_up_rounds
         self.served()
 
     def served(self) -> None:
-        self.last, self.gave_back = time.monotonic(), False
+        self.last, self.gave_back = self.clock(), False
 
     def tick(self) -> float:
         """How long to wait for a call before looking again."""
         return min(IDLE_CHECK_SECONDS, self.seconds / 4)
 
     def stop_reason(self) -> str | None:
-        if time.monotonic() - self.last >= self.seconds:
+        if self.clock() - self.last >= self.seconds:
             return f"no call for {self.seconds:g} s"
         return "its code changed on disk" if kept.code_version() != self.version else None
 
     def warm_up_due(self) -> bool:
-        return not self.warmed and time.monotonic() - self.last >= WARM_UP_AFTER_SECONDS
+        return not self.warmed and self.clock() - self.last >= WARM_UP_AFTER_SECONDS
 
     def warm_up(self, spark, called: Callable[[], bool]) -> None:
         """The warm-up, cut short once `called()` (a caller waits)."""
@@ -54,7 +54,7 @@ class Idle:
         self.served()  # its idle time starts again
 
     def give_back_due(self) -> bool:
-        return not self.gave_back and time.monotonic() - self.last >= WARM_UP_AFTER_SECONDS
+        return not self.gave_back and self.clock() - self.last >= WARM_UP_AFTER_SECONDS
 
     def give_back(self, spark) -> None:
         self.gave_back = True

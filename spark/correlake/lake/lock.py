@@ -23,6 +23,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from contextlib import contextmanager
 
 from correlake.config import LOCK_FOREIGN_STALE_SECONDS, LOCK_HEARTBEAT_SECONDS, LOCK_STALE_SECONDS, absolute
@@ -107,17 +108,25 @@ def check_free(lake: str) -> None:
         raise _busy(lake, holder)
 
 
-class _Heartbeat(threading.Thread):
-    """Rewrites the lock `me` holds every LOCK_HEARTBEAT_SECONDS until `stopped`; sets `lost`
-    (and stops) when the lock is no longer `me`'s."""
+Pace = Callable[[threading.Event], bool]  # waits for a heartbeat's next beat: True once its `stopped` is set
 
-    def __init__(self, lake: str, name: str, me: str, tag: str):
+
+def every_heartbeat(stopped: threading.Event) -> bool:
+    """The heartbeat's pace: a beat every LOCK_HEARTBEAT_SECONDS."""
+    return stopped.wait(LOCK_HEARTBEAT_SECONDS)
+
+
+class _Heartbeat(threading.Thread):
+    """Rewrites the lock `me` holds at each beat of `pace` until `stopped`; sets `lost` (and
+    stops) when the lock is no longer `me`'s."""
+
+    def __init__(self, lake: str, name: str, me: str, tag: str, pace: Pace):
         super().__init__(name=f"correlake-lock-heartbeat {lake} {name}", daemon=True)  # dies with its process
-        self.lake, self.lock, self.me, self.tag = lake, name, me, tag
+        self.lake, self.lock, self.me, self.tag, self.pace = lake, name, me, tag, pace
         self.stopped, self.lost = threading.Event(), threading.Event()
 
     def run(self) -> None:
-        while not self.stopped.wait(LOCK_HEARTBEAT_SECONDS):
+        while not self.pace(self.stopped):
             try:
                 tag = state(self.lake).replace(self.lock, self.me, self.tag)
             except OSError as exc:  # a passing failure (a full disk, a lost connection): the next beat tries again
@@ -151,16 +160,16 @@ def check_held(lake: str) -> None:
 
 
 @contextmanager
-def held(lake: str, name: str, wait_seconds: float = 0.0):
-    """Hold the lake's lock `name` (a file of its `_state`), its heartbeat beating: one holder
-    at a time. A stale lock is taken over. Yields the heartbeat."""
+def held(lake: str, name: str, wait_seconds: float = 0.0, pace: Pace = every_heartbeat):
+    """Hold the lake's lock `name` (a file of its `_state`), its heartbeat beating at `pace`:
+    one holder at a time. A stale lock is taken over. Yields the heartbeat."""
     me = json.dumps({"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()})
     deadline = time.time() + wait_seconds
     while (taken := _take(lake, me, name))[0] is None:
         if time.time() >= deadline:
             raise _busy(lake, taken[1], name)
         time.sleep(1.0)
-    heartbeat = _Heartbeat(lake, name, me, taken[0])
+    heartbeat = _Heartbeat(lake, name, me, taken[0], pace)
     heartbeat.start()
     try:
         yield heartbeat
@@ -171,9 +180,9 @@ def held(lake: str, name: str, wait_seconds: float = 0.0):
 
 
 @contextmanager
-def run_lock(lake: str, wait_seconds: float = 0.0):
+def run_lock(lake: str, wait_seconds: float = 0.0, pace: Pace = every_heartbeat):
     """Hold the lake's run lock: one run (or maintenance) at a time."""
-    with held(lake, LOCK, wait_seconds) as heartbeat:
+    with held(lake, LOCK, wait_seconds, pace) as heartbeat:
         _held[absolute(lake)] = heartbeat
         try:
             yield

@@ -6,7 +6,7 @@ Its requests are served one at a time. moto checks a conditional write's precond
 threaded server: two racing creates of one key could both succeed, which S3 itself never
 allows. One at a time, the check and the write are one step, as on S3.
 
-`python tests/s3server.py` serves until stopped; the first line it prints is its port.
+`python tests/support/s3server.py` serves until stopped; the first line it prints is its port.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
-from helpers import millis_to_iso, relabel
+from .helpers import millis_to_iso, relabel
 
 # The seed of the seeded property tests: set CORRELAKE_TEST_SEED to replay a failure (they print it).
 SEED = int(os.environ.get("CORRELAKE_TEST_SEED", "39"))

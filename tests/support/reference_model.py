@@ -2,7 +2,7 @@
 
 Deliberately simple and independent of the engine: global state, linear scans, and
 its own reading of the landing records (`normalise`, written from contract.md for the
-value space of tests/generators.py and the conformance scenarios), so that no parsing
+value space of tests/support/generators.py and the conformance scenarios), so that no parsing
 rule of correlake's is shared with the engine it checks.
 Input: landing records as written (JSON values). Output: gold-shaped rows, times in
 epoch millis, `variables` as JSON values.
