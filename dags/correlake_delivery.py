@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from airflow.sdk import AssetOrTimeSchedule, CronTriggerTimetable, Param, dag
+
 from correlake.config import DELIVERY_MAX_SECONDS, DELIVERY_PARTITIONS
 from correlake.interfaces.airflow_dags import DAG_SETTINGS, GOLD_ASSETS, deliver
 

@@ -11,8 +11,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 from airflow.sdk import CronDataIntervalTimetable, Param, chain, dag
-from correlake.config import (AIRFLOW_RUN_TIMEOUT_SECONDS, AIRFLOW_TASK_TIMEOUT_SECONDS, MAX_QUARANTINE_RATIO,
-                              STAGE_NAMES)
+
+from correlake.config import (
+    AIRFLOW_RUN_TIMEOUT_SECONDS,
+    AIRFLOW_TASK_TIMEOUT_SECONDS,
+    MAX_QUARANTINE_RATIO,
+    STAGE_NAMES,
+)
 from correlake.contract.parsing import ISO_WITH_OFFSET
 from correlake.interfaces import airflow_dags as tasks
 from correlake.interfaces.airflow_dags import DAG_SETTINGS, GOLD_ASSETS

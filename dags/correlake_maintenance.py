@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from airflow.sdk import CronTriggerTimetable, Param, dag
+
 from correlake.config import AIRFLOW_TASK_TIMEOUT_SECONDS, DELTA_RETAIN_HOURS
 from correlake.interfaces.airflow_dags import DAG_SETTINGS, maintain
 

@@ -65,8 +65,8 @@ def cold_floor_seconds(landing: Path, target: Path) -> float:
 
 def files_per_table(spark, lake: Path) -> dict:
     """Active data files of every lake table (Delta's DESCRIBE DETAIL)."""
-    from correlake.lake import tables as lake_io
     from correlake.config import TABLES, table_path
+    from correlake.lake import tables as lake_io
     from correlake.lake.sqlfiles import delta_table
 
     return {name: spark.sql(f"DESCRIBE DETAIL {delta_table(table_path(lake, name))}").first()["numFiles"]
@@ -178,8 +178,8 @@ def main() -> None:
     args = parser.parse_args()
 
     from correlake.run import pipeline
-    from correlake.samples.workload import BASE_MS, HOUR_MS, generate
     from correlake.runtime.session import get_spark
+    from correlake.samples.workload import BASE_MS, HOUR_MS, generate
 
     out = Path(args.out).resolve()  # the cold floor runs in scripts/
     shutil.rmtree(out, ignore_errors=True)

@@ -30,11 +30,11 @@ sys.path[:0] = [str(ROOT / "spark"), str(ROOT / "tests")]
 
 import pyarrow as pa  # noqa: E402
 from deltalake import write_deltalake  # noqa: E402
+from support.delivery_helpers import TENANT, event, write_outbox  # noqa: E402
 
 from correlake.config import table_path  # noqa: E402
 from correlake.delivery import deliver  # noqa: E402
 from correlake.delivery.tables import arrow_schema  # noqa: E402
-from support.delivery_helpers import TENANT, event, write_outbox  # noqa: E402
 
 CORRELAKE = [sys.executable, "-m", "correlake.interfaces.cli"]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT / "spark")}  # this checkout's correlake

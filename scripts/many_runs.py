@@ -129,8 +129,8 @@ def main() -> None:
     parser.add_argument("--out", default=".local/many_runs")
     args = parser.parse_args()
 
-    from correlake.run import pipeline
     from correlake.config import SparkSettings
+    from correlake.run import pipeline
     from correlake.run.maintenance import maintain
     from correlake.runtime.session import get_spark
     from correlake.samples.workload import BASE_MS, HOUR_MS, generate

@@ -22,7 +22,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pika
-
 from ledger import open_ledger, parse_event, process_once
 
 EXCHANGE = "correlake.correlations"  # the contract's names (docs/delivery.md, "RabbitMQ")

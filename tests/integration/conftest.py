@@ -6,7 +6,6 @@ import os
 import subprocess
 
 import pytest
-
 from support.airflow_settings import AIRFLOW_BIN, AIRFLOW_PASSWORD, airflow_env
 
 

@@ -15,7 +15,6 @@ from types import SimpleNamespace
 
 import pytest
 import requests
-
 from support.airflow_settings import AIRFLOW_BIN, AIRFLOW_PASSWORD
 from support.helpers import free_port, listening_addresses
 from test_airflow_dag import TASKS

@@ -13,11 +13,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from support.helpers import sorted_gold, versions, write_jsonl
 
 from correlake.config import GOLD_TABLES, table_path
 from correlake.lake.tables import version
 from correlake.run.store import staged_runs_dir
-from support.helpers import sorted_gold, versions, write_jsonl
 
 DAG_FILES = [str(Path(__file__).resolve().parents[2] / "dags" / f"{name}.py")
              for name in ("correlake_hourly", "correlake_maintenance", "correlake_delivery")]
@@ -204,8 +204,8 @@ def test_maintenance_compacts_the_lake_and_a_run_staged_before_it_still_publishe
     """The daily DAG on a copy of the hourly DAG's lake, while an hourly run waits between its
     gold gate and `publish`: maintenance commits to every table but changes no row, so that
     run publishes after it (a run's commits in between would make it refuse)."""
-    from correlake.run import stepwise
     from correlake.config import STAGE_NAMES
+    from correlake.run import stepwise
 
     lake, landing = str(shutil.copytree(airflow_run[2], tmp_path / "lake")), tmp_path / "landing"
     write_jsonl(landing / "messages" / "late.jsonl", [

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from support.airflow_settings import AIRFLOW_BIN, airflow_env
 from support.helpers import free_port, sorted_gold
 from test_airflow_dag import TASKS

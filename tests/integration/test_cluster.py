@@ -20,12 +20,12 @@ import time
 from pathlib import Path
 
 import pytest
-
-from correlake.driver import launch
 from support.cluster import private_env, python_without_correlake
 from support.generators import SEED, START_EVENTS, combine, generate_cases, shuffled_chunks
 from support.helpers import assert_gold_equals, read_gold, sorted_gold, write_landing
 from support.reference_model import reference
+
+from correlake.driver import launch
 
 CORRELAKE = str(Path(sys.executable).with_name("correlake"))
 

@@ -25,16 +25,16 @@ from collections import Counter
 
 import pika
 import pytest
-
-from correlake.config import PROJECT_ROOT
-from correlake.delivery.events import ACK, CORRELATED, REJECT, RETRY, Event, Outcome, partition_of
-from correlake.delivery import rabbitmq
-from correlake.delivery.rabbitmq import EXCHANGE, RabbitMQSink, queue_name
-from correlake.errors import DeliveryError
-from correlake.interfaces import cli
 from support.delivery_helpers import TENANT, by_key_alone, not_in_sequence, out_of_order, write_outbox
 from support.delivery_helpers import event as outbox_row
 from support.helpers import free_port
+
+from correlake.config import PROJECT_ROOT
+from correlake.delivery import rabbitmq
+from correlake.delivery.events import ACK, CORRELATED, REJECT, RETRY, Event, Outcome, partition_of
+from correlake.delivery.rabbitmq import EXCHANGE, RabbitMQSink, queue_name
+from correlake.errors import DeliveryError
+from correlake.interfaces import cli
 
 CONSUMERS = PROJECT_ROOT / "examples" / "consumers"
 sys.path.insert(0, str(CONSUMERS))
@@ -321,7 +321,8 @@ def test_broker_killed_mid_send_then_restarted(broker, sink, tmp_path, monkeypat
     assert all(o.detail.startswith(("not confirmed: connection lost", "not sent: connection lost"))
                for _, o in second if o.verdict == RETRY)
     in_flight = [e for e, o in second if o.detail.startswith("not confirmed")]
-    assert len(in_flight) >= 500, len(in_flight)  # many keys' events in flight when the broker died (2000, the window, when measured)
+    # many keys' events in flight when the broker died (2000, the window, when measured)
+    assert len(in_flight) >= 500, len(in_flight)
     behind = sum(len(lines.waiting[(e.tenant_id, e.correlation_key)]) > 1 for e in in_flight)
     assert behind >= 100, behind  # and behind many, the key's later events (1000 when measured)
     assert {o.verdict for o in sink.send(lines.heads()[:10])} == {RETRY}  # still down: RETRY, no exception

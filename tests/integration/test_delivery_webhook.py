@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
+from support.delivery_helpers import TENANT, Receiver, by_key_alone, event, not_in_sequence, out_of_order, write_outbox
 
 from correlake.config import table_path
 from correlake.delivery.events import partition_of
 from correlake.interfaces import cli
 from correlake.lake.lock import held
-from support.delivery_helpers import TENANT, Receiver, by_key_alone, event, not_in_sequence, out_of_order, write_outbox
 
 FAST_RETRY = ["--retry-base", "0.01", "--retry-cap", "0.05"]
 GROUP = 21  # order-2's first two events: one message correlated twice

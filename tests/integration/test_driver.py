@@ -18,17 +18,19 @@ import time
 from multiprocessing import AuthenticationError
 from multiprocessing.connection import Client, Listener
 from pathlib import Path
-from socket import AF_UNIX, socket as unix_socket
+from socket import AF_UNIX
+from socket import socket as unix_socket
 
 import pytest
+from support.helpers import opened, publish, sorted_gold, start_driver, write_landing
 
 from correlake.config import SparkSettings, table_path, validation_results_dir
+from correlake.driver import client, kept, launch, server, warm_up
+from correlake.driver import idle as driver_idle
 from correlake.interfaces import cli
-from correlake.driver import client, idle as driver_idle, kept, launch, server, warm_up
+from correlake.quality.gates import GateFailed
 from correlake.run import pipeline
 from correlake.run.summary import findings
-from correlake.quality.gates import GateFailed
-from support.helpers import opened, publish, sorted_gold, start_driver, write_landing
 
 CORRELAKE = str(Path(sys.executable).with_name("correlake"))
 

@@ -47,10 +47,10 @@ def test_the_contract_tables_are_read_by_every_delta_rs_reader(spark, tmp_path):
     `to_pyarrow_table` and `to_pandas` refuse, also after a run restated gold rows; silver's
     restated tables have the feature."""
     from deltalake import DeltaTable
-
-    from correlake.run import pipeline
-    from correlake.config import DELETION_VECTOR_TABLES, GOLD_TABLES
     from support.helpers import opened, publish, write_landing
+
+    from correlake.config import DELETION_VECTOR_TABLES, GOLD_TABLES
+    from correlake.run import pipeline
 
     lake = str(tmp_path / "lake")
     t0 = 1767225600000
@@ -91,8 +91,9 @@ def test_example_applies_deletion_vectors(spark, demo_lake, tmp_path):
 def test_times_of_any_year_pass_the_gates_and_read_the_same_without_spark(spark, tmp_path):
     """Years 1 to 9999 are valid times; pandas (in the gates) holds 1677-2262 only, and
     Parquet's INT96 (Spark's default) is read wrapped by delta-rs outside that range."""
-    from correlake.run import pipeline
     from support.helpers import write_landing
+
+    from correlake.run import pipeline
 
     messages = [{"position": 1, "name": "m", "correlation_key": "a", "published_at": "1600-01-01T00:00:00Z"},
                 {"position": 2, "name": "m", "correlation_key": "b", "published_at": "2026-01-01T00:00:00Z",

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import shutil
 
+from support.helpers import as_revision_1, sorted_gold, versions
 
 from correlake.config import table_path
 from correlake.interfaces import cli
-from support.helpers import as_revision_1, sorted_gold, versions
 
 
 def test_a_revision_1_lake_is_migrated_by_its_next_run(spark, small_demo, small_demo_gold, tmp_path, capsys):

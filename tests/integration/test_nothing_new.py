@@ -11,10 +11,11 @@ import subprocess
 import sys
 import time
 
+from support.helpers import as_revision_1, versions
+
 from correlake.config import lake_state_dir
 from correlake.run import pipeline, unchanged
 from correlake.run.summary import summary
-from support.helpers import as_revision_1, versions
 
 
 def test_a_run_with_nothing_to_do_needs_no_jvm(spark, small_demo, tmp_path):

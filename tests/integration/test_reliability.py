@@ -17,17 +17,18 @@ import time
 from pathlib import Path
 
 import pytest
+from support.generators import combine, generate_cases
+from support.helpers import assert_outbox_agrees, flock_waiters, project, read_gold, versions, write_jsonl
 
+from correlake.config import TABLES, data_docs_dir, table_path
 from correlake.interfaces import cli
-from correlake.lake import journal, tables as lake
+from correlake.lake import journal
+from correlake.lake import tables as lake
 from correlake.quality import gates
 from correlake.run import pipeline, stepwise, writes
 from correlake.run.staged import LakeMoved
-from correlake.config import TABLES, data_docs_dir, table_path
 from correlake.run.store import staged_runs_dir
 from correlake.transforms import scope as key_scope
-from support.generators import combine, generate_cases
-from support.helpers import assert_outbox_agrees, flock_waiters, project, read_gold, versions, write_jsonl
 
 CRASH_POINTS = ("bronze", "silver", "merge")
 HERE = Path(__file__).parents[1] / "support"  # where crash_child.py is

@@ -13,17 +13,17 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.delivery_helpers import Receiver
+from support.helpers import sorted_gold, versions
 
 from correlake.config import PROJECT_ROOT, table_path
+from correlake.delivery.events import ACKED
 from correlake.errors import EXIT_GATE
 from correlake.interfaces import cli
-from correlake.delivery.events import ACKED
 from correlake.lake import deltars, files, journal, meta, objectstore, tables
 from correlake.run import stepwise, unchanged
 from correlake.run.stages import STAGES
 from correlake.run.store import staged_runs_dir
-from support.delivery_helpers import Receiver
-from support.helpers import sorted_gold, versions
 
 
 def upload(folder: Path, uri: str) -> None:

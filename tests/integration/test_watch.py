@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
+from support.delivery_helpers import Receiver, not_in_sequence
+from support.helpers import write_landing
 
 from correlake.config import table_path
 from correlake.lake.lock import lock_path
-from support.delivery_helpers import Receiver, not_in_sequence
-from support.helpers import write_landing
 
 EVERY = 1.0
 DEADLINE = 300.0  # seconds a batch may take from landing to delivered on a loaded machine

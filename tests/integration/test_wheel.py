@@ -14,7 +14,6 @@ from pathlib import Path
 
 from correlake.config import PROJECT_ROOT, SparkSettings
 
-
 SOURCES = ("pyproject.toml", "setup.py", "README.md", "spark", "sql", "expectations", "examples/consumers")
 
 

@@ -18,16 +18,15 @@ from unittest.mock import ANY
 
 import pytest
 from pyspark.sql import functions as F
+from support.helpers import PythonWorkerPeak, versions, write_jsonl, write_landing
 
-from correlake.interfaces import cli
-from correlake.lake import meta
-from correlake.run import pipeline
 from correlake.config import LONG_LINE_RAW_BYTES, table_path
 from correlake.contract.parsing import MAX_MILLIS
+from correlake.interfaces import cli
+from correlake.lake import meta
 from correlake.lake.landing import OUTSIDE_WHY, list_files, new_files
 from correlake.lake.sqlfiles import delta_table
-from correlake.run import staged
-from support.helpers import PythonWorkerPeak, versions, write_jsonl, write_landing
+from correlake.run import pipeline, staged
 
 T0 = 1767225600000
 MARKER = "SECRET-MARKER-7f3a"  # in files outside the landing, never to be read

@@ -31,11 +31,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from support.helpers import START_KEY, iso_to_millis, read_gold, relabel, write_landing
 
 from correlake.config import GOLD_TABLES, table_path
 from correlake.contract.reasons import reason_kind
 from correlake.interfaces import cli
-from support.helpers import START_KEY, iso_to_millis, read_gold, relabel, write_landing
 
 DATA = Path(__file__).parents[1] / "data"
 SHARED = sorted(DATA.glob("conformance/*.json"))

@@ -3,8 +3,8 @@ a second demo run finds nothing new; another demo is refused in its folder."""
 
 from __future__ import annotations
 
-from correlake.interfaces import cli
 from correlake.config import table_path
+from correlake.interfaces import cli
 
 
 def test_demo_runs_end_to_end_and_reruns_as_a_noop(spark, demo_run, capsys):

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from correlake.run import pipeline
 from correlake.config import table_path
+from correlake.run import pipeline
 
 T0 = 1_767_225_600_000
 MB = 1 << 20

@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
+from support.helpers import flock_waiters, write_jsonl
 
+from correlake.config import data_docs_dir, table_path, validation_results_dir
 from correlake.interfaces import cli
+from correlake.lake.sqlfiles import delta_table
 from correlake.quality import gates, gx, metrics, rules
 from correlake.transforms import gold
-from correlake.config import data_docs_dir, table_path, validation_results_dir
-from correlake.lake.sqlfiles import delta_table
-from support.helpers import flock_waiters, write_jsonl
 
 T = datetime(2026, 1, 1)
 

@@ -10,10 +10,10 @@ import socket
 import time
 
 import pytest
-
-from correlake.lake import catalog, journal, lock
-from correlake.interfaces import cli
 from support.helpers import lock_takers_that_won
+
+from correlake.interfaces import cli
+from correlake.lake import catalog, journal, lock
 
 
 def test_second_run_is_refused_while_the_first_holds_the_lock(tmp_path):

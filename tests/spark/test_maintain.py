@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import pytest
 from deltalake import DeltaTable
-
-from correlake.interfaces import cli
-from correlake.lake import journal, lock, tables as lake
-from correlake.run import pipeline
-from correlake.config import TABLES, data_docs_dir, table_path, validation_results_dir
-from correlake.run.maintenance import RETENTION_CHECK, maintain
-from correlake.lake.sqlfiles import delta_table
-from correlake.samples.workload import BASE_MS, generate
 from support.helpers import versions
+
+from correlake.config import TABLES, data_docs_dir, table_path, validation_results_dir
+from correlake.interfaces import cli
+from correlake.lake import journal, lock
+from correlake.lake import tables as lake
+from correlake.lake.sqlfiles import delta_table
+from correlake.run import pipeline
+from correlake.run.maintenance import RETENTION_CHECK, maintain
+from correlake.samples.workload import BASE_MS, generate
 
 
 def contents(spark, lake_dir, version: dict | None = None) -> dict:

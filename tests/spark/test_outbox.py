@@ -10,6 +10,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from pyspark.sql import functions as F
+from support.helpers import versions, write_landing
 
 from correlake.config import table_path
 from correlake.contract.schemas import CORRELATION, OUTBOX
@@ -17,7 +18,6 @@ from correlake.delivery.events import partition_of
 from correlake.interfaces import cli
 from correlake.run.outbox import new_events
 from correlake.transforms.outbox import due_keys, outbox_events, partition
-from support.helpers import versions, write_landing
 
 T0 = datetime(2026, 1, 1, 12, 0, 0, 250_000, tzinfo=timezone.utc)
 PARTITIONS = 8

@@ -16,15 +16,15 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-
-from correlake.caches import history_keys
-from correlake.run import pipeline
-from correlake.transforms import scope
-from correlake.config import GOLD_TABLES, table_path
-from correlake.lake.sqlfiles import delta_table
-from correlake.lake import journal
 from support.helpers import EVENT_FIELDS, assert_outbox_agrees, read_gold, read_outbox, versions, write_jsonl
 from support.records import S, deploy, ended, left, msg, sub
+
+from correlake.caches import history_keys
+from correlake.config import GOLD_TABLES, table_path
+from correlake.lake import journal
+from correlake.lake.sqlfiles import delta_table
+from correlake.run import pipeline
+from correlake.transforms import scope
 
 PUBLISHED = datetime(2025, 12, 31, 23, 0, 0, 500_000, tzinfo=timezone.utc)  # "2026-01-01T00:00:00.5+01:00"
 AS_OF = PUBLISHED + timedelta(seconds=10)  # the latest event time: a workflow event's
@@ -237,9 +237,9 @@ def test_the_outbox_follows_gold_and_retracts_what_late_data_moved(spark, runs):
 
 def test_the_process_keeps_silvers_key_columns_as_its_last_run_published_them(spark, runs):
     """After run 2 (which started from what run 1 left), the process keeps silver's key
-    columns (the rows silver's tables hold), for exactly that lake at those versions. A quiet hour, which writes no silver table, carries them over; a
-    record of another writer (a rollback, maintenance) or another version makes the next
-    run read them from the lake."""
+    columns (the rows silver's tables hold), for exactly that lake at those versions. A
+    quiet hour, which writes no silver table, carries them over; a record of another writer
+    (a rollback, maintenance) or another version makes the next run read them from the lake."""
     lake = runs[0]
     read = lambda name: spark.read.format("delta").load(table_path(lake, name))  # noqa: E731
     lake_keys = scope.HistoryKeys.read(scope.message_records(read("silver_messages")),

@@ -13,15 +13,22 @@ from __future__ import annotations
 import random
 
 import pytest
+from support.generators import SEED, START_EVENTS, combine, generate_cases, shuffled_chunks
+from support.helpers import (
+    assert_gold_equals,
+    assert_outbox_agrees,
+    correlation_text,
+    live_event_ids,
+    project,
+    read_gold,
+    write_jsonl,
+)
+from support.reference_model import reference
 
 from correlake.config import table_path
 from correlake.interfaces import cli
 from correlake.lake import tables as lake_tables
 from correlake.run import pipeline
-from support.generators import SEED, START_EVENTS, combine, generate_cases, shuffled_chunks
-from support.helpers import (assert_gold_equals, assert_outbox_agrees, correlation_text, live_event_ids, project, read_gold,
-                     write_jsonl)
-from support.reference_model import reference
 
 CASES = 60
 START_EVENT_CASES = 40  # more of the per-key lock of message start events (rules 19-21)

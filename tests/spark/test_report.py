@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 
-from correlake.interfaces import cli
 from correlake.config import table_path
+from correlake.interfaces import cli
 
 # activity, latency, backlog, unmatched by name and by key, lock waits, closed subscriptions, quarantine,
 # delivery statuses (the demo lake's correlations were delivered: conftest.demo_run)
@@ -63,8 +63,9 @@ def test_chromium_draws_every_chart(report, tmp_path):
 
 
 def test_a_lake_of_quarantine_only_has_a_report_and_a_folder_is_no_out_file(spark, tmp_path, capsys):
-    from correlake.run import pipeline
     from support.helpers import write_jsonl
+
+    from correlake.run import pipeline
 
     landing, lake = tmp_path / "landing", str(tmp_path / "lake")
     write_jsonl(landing / "messages" / "bad.jsonl", ['{"position": 1, "name": ', "not json"])

@@ -18,20 +18,25 @@ from pathlib import Path
 import pytest
 from py4j import java_gateway
 from pyspark.sql import functions as F
-
 from support.helpers import compilations, listening_addresses
 
-from correlake.runtime import class_archive
 from correlake.config import INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY, ConfigError, SparkSettings, validate
 from correlake.lake.landing import LandingFile
 from correlake.run.result import RunResult
+from correlake.run.store import MemoryStore, Plan
+from correlake.runtime import class_archive
 from correlake.runtime.codegen import row_projections
 from correlake.runtime.logs import LOG_LEVEL, log_level
-from correlake.runtime.memory import (IDLE_HEAP_FREE_PERCENT, collections_deferred, give_back_memory, heap_free_ratios,
-                                      hotspot_flags, release)
+from correlake.runtime.memory import (
+    IDLE_HEAP_FREE_PERCENT,
+    collections_deferred,
+    give_back_memory,
+    heap_free_ratios,
+    hotspot_flags,
+    release,
+)
 from correlake.runtime.signals import interrupt_quietly
 from correlake.runtime.threads import run_concurrently
-from correlake.run.store import MemoryStore, Plan
 
 
 def test_driver_runs_the_throughput_collector(spark):

@@ -8,8 +8,8 @@ import json
 
 import pyarrow.parquet as pq
 
-from correlake.interfaces import cli
 from correlake.config import table_path
+from correlake.interfaces import cli
 from correlake.lake.tables import version
 
 

@@ -7,10 +7,10 @@ import math
 from collections import Counter, defaultdict
 
 import pytest
-
-from correlake.lake import catalog
-from correlake.interfaces import cli
 from support.helpers import read_gold, write_landing
+
+from correlake.interfaces import cli
+from correlake.lake import catalog
 
 HOUR = 3_600_000
 

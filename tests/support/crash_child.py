@@ -13,8 +13,8 @@ import signal
 import sys
 
 from correlake.run import pipeline, writes
-from correlake.transforms import bronze, scope
 from correlake.runtime.session import get_spark
+from correlake.transforms import bronze, scope
 
 
 def die(*_, **__):

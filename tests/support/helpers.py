@@ -14,11 +14,11 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
-from correlake.driver import launch
-from correlake.lake import tables as lake
 from correlake.config import GOLD_TABLES, TABLES, table_path
 from correlake.contract.parsing import parse_line
 from correlake.contract.schemas import GOLD, GOLD_TIMES
+from correlake.driver import launch
+from correlake.lake import tables as lake
 
 START_KEY = re.compile(r"^msg-start:(.*):(-?\d+)$")
 

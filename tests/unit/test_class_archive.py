@@ -3,8 +3,8 @@ of them and no archive matches (the JVM then starts without one)."""
 
 import dataclasses
 
-from correlake.runtime import class_archive
 from correlake.config import SparkSettings
+from correlake.runtime import class_archive
 
 
 def _settings(tmp_path):

@@ -8,8 +8,8 @@ from multiprocessing import Pipe
 
 import pytest
 
-from correlake.errors import Terminated
 from correlake.driver import server
+from correlake.errors import Terminated
 
 
 def _stopped(published):

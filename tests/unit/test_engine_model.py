@@ -8,14 +8,14 @@ from __future__ import annotations
 import duckdb
 from hypothesis import HealthCheck, given, note, seed, settings
 from hypothesis import strategies as st
-
-from correlake.lake.sqlfiles import fill
-from correlake.semantics.uniqueness import dedup_messages
-from correlake.semantics import order
-from correlake.semantics.engine import correlate_partition
 from support.generators import SEED, START_EVENTS, streams
 from support.helpers import canonical_rows, parsed
 from support.reference_model import reference
+
+from correlake.lake.sqlfiles import fill
+from correlake.semantics import order
+from correlake.semantics.engine import correlate_partition
+from correlake.semantics.uniqueness import dedup_messages
 
 
 def engine_gold(messages: list[dict], events: list[dict]) -> dict:

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from correlake.caches import history_keys
 from correlake.config import TABLES
 from correlake.lake import journal
-from correlake.caches import history_keys
 from correlake.transforms.scope import HistoryKeys
 
 KEYS = HistoryKeys("messages", "events", None)  # stand-ins: the module never looks inside

@@ -9,10 +9,10 @@ import socket
 import time
 
 import pytest
+from support.helpers import lock_takers_that_won
 
 from correlake.lake import files, journal, lock, objectstore
 from correlake.lake.landing import HIDDEN_WHY, list_files, unread
-from support.helpers import lock_takers_that_won
 
 DEAD = {"pid": 2 ** 22 + 12345, "host": socket.gethostname(), "started": 0}  # no such process here
 

@@ -8,10 +8,18 @@ import json
 
 import pytest
 
-from correlake.interfaces.options import as_of
 from correlake.contract import parsing
-from correlake.contract.parsing import (MAX_DEPTH, MAX_INT_DIGITS, MAX_MILLIS, MIN_MILLIS, BadRecord, normalise_key,
-                                        parse_line, parse_time)
+from correlake.contract.parsing import (
+    MAX_DEPTH,
+    MAX_INT_DIGITS,
+    MAX_MILLIS,
+    MIN_MILLIS,
+    BadRecord,
+    normalise_key,
+    parse_line,
+    parse_time,
+)
+from correlake.interfaces.options import as_of
 
 MSG = {"position": 1, "name": "m", "correlation_key": "k", "published_at": "2026-01-01T00:00:00Z"}
 OPEN = {"position": 2, "type": "SUBSCRIPTION_OPENED", "timestamp": 1767225600000, "bpmn_process_id": "p",

@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 
 import pytest
-
-from correlake.config import GOLD_TABLES
 from support.helpers import iso_to_millis
 from support.reference_model import reference
+
+from correlake.config import GOLD_TABLES
 
 DATA = Path(__file__).parents[1] / "data"
 SCENARIOS = sorted(DATA.glob("conformance/*.json")) + sorted(DATA.glob("scenarios/*.json"))

@@ -12,6 +12,7 @@ from support.helpers import parsed
 from support.records import S, deploy, ended, left, msg, sub
 from test_engine_model import engine_gold
 
+
 def run(messages=(), events=()):
     g = engine_gold(parsed("messages", list(messages)), parsed("workflow_events", list(events)))
     g["pairs"] = sorted((c["message_key"], c["element_instance_key"] or c["process_instance_key"], c["correlated_at"])

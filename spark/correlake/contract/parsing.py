@@ -14,8 +14,15 @@ import sys
 from datetime import datetime, timedelta, timezone
 
 from correlake.config import DEFAULT_TENANT, DEFAULT_TTL_MS
-from correlake.contract.enums import (BOUNDARY_EVENT, ELEMENT_LEFT, ELEMENT_TYPES, EVENT_SUBPROCESS, EVENT_TYPES,
-                                      PROCESS_DEPLOYED, SUBSCRIPTION_OPENED)
+from correlake.contract.enums import (
+    BOUNDARY_EVENT,
+    ELEMENT_LEFT,
+    ELEMENT_TYPES,
+    EVENT_SUBPROCESS,
+    EVENT_TYPES,
+    PROCESS_DEPLOYED,
+    SUBSCRIPTION_OPENED,
+)
 
 READS_INTERRUPTING = (BOUNDARY_EVENT, EVENT_SUBPROCESS)  # the element types whose `interrupting` is read
 

@@ -1,14 +1,22 @@
 """Table schemas. Gold schemas are the contract's, column for column."""
 
-from pyspark.sql.types import (ArrayType, BooleanType, IntegerType, LongType, StringType,
-                               StructField, StructType, TimestampType)
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 
 def struct(*fields: tuple) -> StructType:
     return StructType([StructField(name, dtype, True) for name, dtype in fields])
 
 
-S, L, I, B, T = StringType(), LongType(), IntegerType(), BooleanType(), TimestampType()
+S, L, I, B, T = StringType(), LongType(), IntegerType(), BooleanType(), TimestampType()  # noqa: E741 (short type names)
 
 # Output of the line parser (one row per non-empty landing line); times in epoch millis.
 PARSED = struct(

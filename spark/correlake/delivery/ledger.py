@@ -11,8 +11,19 @@ from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from correlake.delivery.events import (ACK, ACKED, AWAITED, CANCELLED, EXPIRED, FINAL, PENDING, REJECT, RETRY,
-                                       SENT, Outcome)
+from correlake.delivery.events import (
+    ACK,
+    ACKED,
+    AWAITED,
+    CANCELLED,
+    EXPIRED,
+    FINAL,
+    PENDING,
+    REJECT,
+    RETRY,
+    SENT,
+    Outcome,
+)
 
 REQUEUED = "REQUEUED"  # delivery/attempts' outcome of `--requeue-dead-letters` (not a send)
 SENDS = (ACK, RETRY, REJECT)  # delivery/attempts' outcomes of a send

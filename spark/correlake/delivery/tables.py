@@ -11,7 +11,9 @@ from deltalake import QueryBuilder
 
 from correlake.config import DELIVERY_COMPACT_FILES
 from correlake.contract import schemas
-from correlake.lake.deltars import arrow_schema as _arrow_schema, table as _table, write
+from correlake.lake.deltars import arrow_schema as _arrow_schema
+from correlake.lake.deltars import table as _table
+from correlake.lake.deltars import write
 
 # The outbox's columns a pass needs for every event (never `payload`: read for the sent ones only)
 OUTBOX_KEYS = ("event_id", "tenant_id", "correlation_key", "message_key", "sequence")

@@ -10,9 +10,9 @@ from functools import cache
 from graphlib import TopologicalSorter
 from pathlib import Path
 
+from correlake.config import DELIVERY_TABLES, GOLD_TABLES, TABLES, sql_dir, table_path
 from correlake.errors import UsageError
 from correlake.lake import sqlfiles
-from correlake.config import DELIVERY_TABLES, GOLD_TABLES, TABLES, sql_dir, table_path
 from correlake.lake.journal import UNREADABLE_JOURNAL, journal_path, unfinished_run
 from correlake.lake.preflight import require_folder
 from correlake.lake.tables import is_table

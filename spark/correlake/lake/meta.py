@@ -9,7 +9,8 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from correlake.contract.schemas import INGESTED_FILES, RUNS
-from correlake.lake.deltars import from_rows, table as _table, write
+from correlake.lake.deltars import from_rows, write
+from correlake.lake.deltars import table as _table
 
 
 def _columns(table: DeltaTable, *columns: str) -> pa.Table:

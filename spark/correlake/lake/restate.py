@@ -9,9 +9,9 @@ import operator
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from correlake.runtime.hints import broadcast_if_small, hint_for
 from correlake.contract.schemas import SCOPE
 from correlake.lake.sqlfiles import delta_table, fill
+from correlake.runtime.hints import broadcast_if_small, hint_for
 
 _views = itertools.count()
 

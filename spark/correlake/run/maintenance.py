@@ -20,11 +20,12 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
-from correlake.lake import journal, lock, tables as lake
 from correlake.config import DELETION_VECTOR_TABLES, DELTA_RETAIN_HOURS, TABLES, WRITE_THREADS, table_path
+from correlake.lake import journal, lock
+from correlake.lake import tables as lake
+from correlake.lake.sqlfiles import delta_table
 from correlake.quality.gx import old_validations, remove_validations
 from correlake.runtime.threads import run_concurrently
-from correlake.lake.sqlfiles import delta_table
 
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 # The operations of the commits maintenance makes (Delta's names): none changes a row.

@@ -14,10 +14,10 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 from pyspark.sql import SparkSession
 
+from correlake.caches import history_keys
 from correlake.lake.lock import run_lock
 from correlake.quality import gx
 from correlake.quality.gates import GateFailed
-from correlake.caches import history_keys
 from correlake.run.result import RunResult
 from correlake.run.staged import StagedRun
 from correlake.run.stages import STAGES

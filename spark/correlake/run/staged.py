@@ -21,7 +21,8 @@ from correlake.caches import history_keys
 from correlake.config import TABLES, default_max_quarantine_ratio, table_path
 from correlake.contract.schemas import SCOPE
 from correlake.errors import CorrelakeError
-from correlake.lake import as_of as lake_as_of, journal, meta, tables
+from correlake.lake import as_of as lake_as_of
+from correlake.lake import journal, meta, tables
 from correlake.lake.journal import journalled, rollback
 from correlake.lake.landing import new_files
 from correlake.lake.restate import restate

@@ -17,7 +17,8 @@ from correlake.quality import rules
 from correlake.quality.gates import GateFailed
 from correlake.run.outbox import new_events
 from correlake.run.staged import Stage, StagedRun
-from correlake.transforms import bronze, gold, scope as key_scope, silver
+from correlake.transforms import bronze, gold, silver
+from correlake.transforms import scope as key_scope
 
 
 def _bronze(run: StagedRun) -> None:

@@ -9,8 +9,14 @@ from dataclasses import asdict, dataclass
 
 from pyspark.sql import DataFrame, SparkSession
 
-from correlake.config import (GATES_BESIDE_MAX_BYTES, INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY,
-                              STAGED_RUN_MAX_AGE_SECONDS, TABLES, join)
+from correlake.config import (
+    GATES_BESIDE_MAX_BYTES,
+    INTERPRETED_MAX_BYTES,
+    INTERPRETED_MAX_HISTORY,
+    STAGED_RUN_MAX_AGE_SECONDS,
+    TABLES,
+    join,
+)
 from correlake.lake.files import folder_ages, remove_tree, state
 from correlake.lake.landing import LandingFile
 from correlake.run.result import RunResult

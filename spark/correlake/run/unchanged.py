@@ -6,7 +6,8 @@ the run itself."""
 
 from __future__ import annotations
 
-from correlake.lake import as_of as lake_as_of, meta
+from correlake.lake import as_of as lake_as_of
+from correlake.lake import meta
 from correlake.lake.journal import unfinished_run
 from correlake.lake.landing import new_files
 from correlake.run.result import RunResult

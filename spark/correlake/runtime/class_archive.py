@@ -24,7 +24,6 @@ from pathlib import Path
 from correlake.config import SparkSettings
 from correlake.runtime.jars import delta_jars, s3_jars
 
-
 # HotSpot's notes on classes it leaves out, or on archives it cannot map
 QUIET = ("-Xlog:cds=off", "-Xlog:cds+dynamic=off")
 

@@ -20,9 +20,16 @@ import random
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from correlake.contract.enums import (BOUNDARY_EVENT, ELEMENT_LEFT, EVENT_BASED_GATEWAY, INSTANCE_ENDED,
-                                      INTERMEDIATE_CATCH_EVENT, PROCESS_DEPLOYED, RECEIVE_TASK,
-                                      SUBSCRIPTION_OPENED)
+from correlake.contract.enums import (
+    BOUNDARY_EVENT,
+    ELEMENT_LEFT,
+    EVENT_BASED_GATEWAY,
+    INSTANCE_ENDED,
+    INTERMEDIATE_CATCH_EVENT,
+    PROCESS_DEPLOYED,
+    RECEIVE_TASK,
+    SUBSCRIPTION_OPENED,
+)
 from correlake.semantics.start_events import start_instance_key
 
 BASE = datetime(2026, 11, 2, 8, 0, tzinfo=timezone.utc)

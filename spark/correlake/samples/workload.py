@@ -10,8 +10,15 @@ import json
 import random
 from pathlib import Path
 
-from correlake.contract.enums import (BOUNDARY_EVENT, ELEMENT_LEFT, INSTANCE_ENDED, INTERMEDIATE_CATCH_EVENT,
-                                      PROCESS_DEPLOYED, RECEIVE_TASK, SUBSCRIPTION_OPENED)
+from correlake.contract.enums import (
+    BOUNDARY_EVENT,
+    ELEMENT_LEFT,
+    INSTANCE_ENDED,
+    INTERMEDIATE_CATCH_EVENT,
+    PROCESS_DEPLOYED,
+    RECEIVE_TASK,
+    SUBSCRIPTION_OPENED,
+)
 
 BASE_MS = 1_790_000_000_000
 HOUR_MS = 3_600_000  # a batch's records span one hour

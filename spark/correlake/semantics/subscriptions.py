@@ -12,8 +12,14 @@ import heapq
 from dataclasses import dataclass
 from typing import Iterator
 
-from correlake.contract.enums import (CATCH, CORRELATED, ELEMENT_LEFT, EVENT_SUBPROCESS, INSTANCE_ENDED,
-                                      SIBLING_CORRELATED)
+from correlake.contract.enums import (
+    CATCH,
+    CORRELATED,
+    ELEMENT_LEFT,
+    EVENT_SUBPROCESS,
+    INSTANCE_ENDED,
+    SIBLING_CORRELATED,
+)
 from correlake.semantics.buffer import Message, MessageBuffer
 from correlake.semantics.correlations import Correlations
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
+from correlake.contract.schemas import ENGINE_OUT, GOLD, as_timestamps
+from correlake.lake.sqlfiles import message_status
 from correlake.semantics import order
 from correlake.semantics.engine import correlate_partition
-from correlake.contract.schemas import ENGINE_OUT, GOLD, as_timestamps
 from correlake.transforms.sequential import sequential_pass
 from correlake.transforms.silver import millis, pair_key
-from correlake.lake.sqlfiles import message_status
 
 ENGINE_COLUMNS = ["_part", "kind", *order.SORT_COLUMNS, "tenant_id", "name", "correlation_key", "ttl_ms", "accepted",
                   "variables", "bpmn_process_id", "process_version", "process_instance_key", "element_instance_key",

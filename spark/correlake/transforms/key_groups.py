@@ -18,9 +18,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from correlake.config import COMPONENTS_ON_DRIVER
-from correlake.semantics.start_events import started_message_key_sql
 from correlake.contract.enums import ELEMENT_LEFT, INSTANCE_ENDED, SUBSCRIPTION_OPENED
 from correlake.contract.schemas import SCOPE
+from correlake.semantics.start_events import started_message_key_sql
 
 MAX_ROUNDS = 64  # of `_components`: it takes about log2 of the longest chain of links
 NEIGHBOUR_ROUNDS = 3  # its first rounds, the cheaper kind

@@ -20,11 +20,19 @@ from dataclasses import dataclass
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from correlake.runtime.hints import broadcast_if_small
-from correlake.transforms.key_groups import (grow_key_groups, linking, owner_links, route_workflow_events,
-                                             started_links, started_message_key, updated_key_groups, with_label)
 from correlake.contract.enums import PROCESS_DEPLOYED, SUBSCRIPTION_OPENED
 from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, SCOPE
+from correlake.runtime.hints import broadcast_if_small
+from correlake.transforms.key_groups import (
+    grow_key_groups,
+    linking,
+    owner_links,
+    route_workflow_events,
+    started_links,
+    started_message_key,
+    updated_key_groups,
+    with_label,
+)
 from correlake.transforms.silver import accepted_messages
 
 EVENT_KEYS = ["position", "tenant_id", "type", "process_instance_key", "element_instance_key", "correlation_key"]

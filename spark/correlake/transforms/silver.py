@@ -6,9 +6,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from correlake.semantics.uniqueness import dedup_messages
 from correlake.contract.enums import PROCESS_DEPLOYED
 from correlake.contract.schemas import MESSAGE_FIELDS, L, S, T, struct
+from correlake.semantics.uniqueness import dedup_messages
 from correlake.transforms.sequential import sequential_pass
 
 SILVER_MESSAGE = struct(

@@ -16,11 +16,11 @@ from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
 
-from correlake.interfaces import charts, options
 from correlake.config import absolute, data_docs_dir, default_max_quarantine_ratio, expectations_dir
+from correlake.contract.reasons import reason_kind_sql
 from correlake.delivery.events import STATUSES
 from correlake.errors import EXIT_OK, UsageError
-from correlake.contract.reasons import reason_kind_sql
+from correlake.interfaces import charts, options
 
 TIME = "'yyyy-MM-dd HH:mm'"
 # Latency histogram: upper bounds (seconds) and labels; 0 s has its own bucket.
@@ -178,7 +178,8 @@ def _card(title: str, about: str, body: str, wide: bool = False) -> str:
 
 def _kpis(totals: dict) -> str:
     def tile(label, value, detail):
-        return f'<div class="kpi"><b>{charts.number(value)}</b><span>{escape(label)}</span><small>{escape(detail)}</small></div>'
+        return (f'<div class="kpi"><b>{charts.number(value)}</b><span>{escape(label)}</span>'
+                f'<small>{escape(detail)}</small></div>')
 
     def parts(group):
         return ", ".join(f"{k.lower().replace('_', ' ')} {charts.number(v)}" for k, v in sorted(group.items()))

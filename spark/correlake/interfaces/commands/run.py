@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+
 from correlake.config import MAX_QUARANTINE_RATIO, absolute
 from correlake.errors import EXIT_GATE, EXIT_OK
 from correlake.interfaces import options

@@ -8,8 +8,8 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from correlake.interfaces import options
 from correlake.errors import EXIT_OK, UsageError, first_line
+from correlake.interfaces import options
 from correlake.text import escape
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
@@ -62,8 +62,8 @@ def main(args: argparse.Namespace) -> int:
 
 def listing(lake: str) -> str:
     """Names a query can use: the lake's tables, then the views and their questions."""
-    from correlake.lake.catalog import TABLE_NAMES, views
     from correlake.config import table_path
+    from correlake.lake.catalog import TABLE_NAMES, views
     from correlake.lake.tables import is_table
 
     tables = [name for name, table in TABLE_NAMES.items() if is_table(table_path(lake, table))]
