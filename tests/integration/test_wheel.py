@@ -55,3 +55,4 @@ def test_the_wheel_installed_outside_the_checkout_runs_the_demo(tmp_path):
                           capture_output=True, text=True, env=env, cwd=work, timeout=600)
     assert demo.returncode == 0, demo.stderr[-3000:]
     assert "correlations" in demo.stdout and (work / "demo" / "lake" / "gold" / "correlations").is_dir()
+    assert "Using incubator modules" not in demo.stdout + demo.stderr  # the JVM's notice kept off the console

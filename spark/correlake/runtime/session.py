@@ -83,7 +83,9 @@ def get_spark(settings: SparkSettings | None = None, dump_classes_to: Path | Non
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
-        with _stdout_to_stderr():  # the JVM's stdout, inherited: what Spark or Delta print stays out of our output
+        # the JVM's stdout and stderr, inherited: what Spark or Delta print stays out of our output,
+        # and the module system's notice of Spark's incubator module out of the console
+        with _jvm_output():
             spark = builder.getOrCreate()
         spark._jsparkSession.sessionState()  # made on first use: it checks the SQL settings
     except Exception as exc:  # the JVM did not start (it said why above), or refused a setting
@@ -136,16 +138,36 @@ def ship_package(context) -> None:
     context.addPyFile(str(archive))
 
 
+JVM_NOTICES = (b"WARNING: Using incubator modules:",)  # what a JVM says of Spark's own options, not ours to show
+
+
 @contextmanager
-def _stdout_to_stderr():
-    """File descriptor 1 is stderr's within the block: a child process started there
-    writes its stdout to stderr. (Delta prints each VACUUM's "Deleted N files…" line to
-    the JVM's stdout, where it would precede a command's output or corrupt its piped rows.)"""
+def _jvm_output():
+    """A child process started within the block (the JVM) writes its stdout and its stderr
+    to a pipe whose lines a thread passes on to this process's stderr, but JVM_NOTICES.
+    (Delta prints each VACUUM's "Deleted N files…" line to the JVM's stdout, where it
+    would precede a command's output or corrupt its piped rows.) The thread ends with the
+    pipe's last writer, the JVM."""
     sys.stdout.flush()
-    saved = os.dup(1)
-    os.dup2(2, 1)
+    sys.stderr.flush()
+    read, write = os.pipe()
+    threading.Thread(target=_pass_on, args=(read, os.dup(2)), name="correlake-jvm-output", daemon=True).start()
+    saved = os.dup(1), os.dup(2)
+    os.dup2(write, 1)
+    os.dup2(write, 2)
+    os.close(write)
     try:
         yield
     finally:
-        os.dup2(saved, 1)
-        os.close(saved)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        for fd, copy in zip((1, 2), saved, strict=True):
+            os.dup2(copy, fd)
+            os.close(copy)
+
+
+def _pass_on(read: int, out: int) -> None:
+    with os.fdopen(read, "rb") as lines, os.fdopen(out, "wb", buffering=0) as err:
+        for line in lines:
+            if not line.startswith(JVM_NOTICES):
+                err.write(line)
