@@ -65,11 +65,12 @@ def test_errors_are_one_clear_line_and_exit_2(demo_lake, tmp_path, capsys):
     cases = {
         "SELEC * FROM gold_messages": "PARSE_SYNTAX_ERROR",
         "SELECT * FROM unmatched_message":
-            "refused: unmatched_message is not a table or view of the lake (`correlake sql --list` names them)",
+            "refused: unmatched_message is not a table or view of the lake (did you mean unmatched_messages? "
+            "`correlake sql --list` names them)",
         "SELECT no_such_column FROM gold_messages": "UNRESOLVED_COLUMN",
-        "DELETE FROM gold_messages": "refused: DeleteFromTable is not a query; correlake sql only reads",
+        "DELETE FROM gold_messages": "refused: DELETE is not a query; correlake sql only reads",
         "WITH m AS (SELECT * FROM gold_messages) INSERT INTO gold_messages SELECT * FROM m":
-            "refused: InsertIntoStatement is not a query",
+            "refused: INSERT is not a query",
     }
     before = version(table_path(demo_lake, "messages"))
     for query, expected in cases.items():
@@ -83,6 +84,11 @@ def test_errors_are_one_clear_line_and_exit_2(demo_lake, tmp_path, capsys):
     assert code == 2 and "has no gold_correlations" in err
     code, _, err = sql(capsys, "--lake", str(tmp_path / "typo"), "SELECT 1")
     assert code == 2 and f"lake folder {tmp_path / 'typo'} does not exist" in err
+    code, out, err = sql(capsys, "--lake", str(tmp_path / "typo"), "--list")  # not an empty list
+    assert code == 2 and out == "" and f"lake folder {tmp_path / 'typo'} does not exist" in err
+    (tmp_path / "a-file").write_text("")
+    code, _, err = sql(capsys, "--lake", str(tmp_path / "a-file"), "SELECT 1")
+    assert code == 2 and f"lake {tmp_path / 'a-file'} is a file, not a folder" in err
     code, _, err = sql(capsys, "--lake", demo_lake, "--out", str(tmp_path / "x.txt"), "SELECT 1")
     assert code == 2 and "--format" in err
 

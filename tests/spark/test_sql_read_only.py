@@ -41,19 +41,20 @@ def sql(capsys, lake: str, query: str) -> tuple[int, str, str]:
 def attacks(lake: str, outside: str) -> dict[str, str]:
     """Statement -> the reason it is refused for."""
     return {
-        f"INSERT OVERWRITE DIRECTORY '{lake}/gold/messages' USING parquet SELECT 1": "InsertIntoDir is not a query",
-        "INSERT INTO gold_messages SELECT * FROM gold_messages": "InsertIntoStatement is not a query",
-        "DELETE FROM gold_messages": "DeleteFromTable is not a query",
-        "UPDATE gold_messages SET ttl_ms = 0": "UpdateTable is not a query",
+        f"INSERT OVERWRITE DIRECTORY '{lake}/gold/messages' USING parquet SELECT 1":
+            "INSERT OVERWRITE DIRECTORY is not a query",
+        "INSERT INTO gold_messages SELECT * FROM gold_messages": "INSERT is not a query",
+        "DELETE FROM gold_messages": "DELETE is not a query",
+        "UPDATE gold_messages SET ttl_ms = 0": "UPDATE is not a query",
         "MERGE INTO gold_messages t USING gold_messages s ON t.message_key = s.message_key "
-        "WHEN MATCHED THEN DELETE": "MergeIntoTable is not a query",
-        "DROP TABLE gold_messages": "DropTable is not a query",
-        "CREATE TABLE copied AS SELECT * FROM gold_messages": "CreateTableAsSelect is not a query",
-        "CACHE TABLE gold_messages": "CacheTable is not a query",
-        "SET spark.sql.ansi.enabled=false": "SetCommand is not a query",
-        "RESET": "ResetCommand is not a query",
-        f"ADD JAR {outside}/x.jar": "AddJarsCommand is not a query",
-        "EXECUTE IMMEDIATE 'DELETE FROM gold_messages'": "UnresolvedExecuteImmediate is not a query",
+        "WHEN MATCHED THEN DELETE": "MERGE is not a query",
+        "DROP TABLE gold_messages": "DROP TABLE is not a query",
+        "CREATE TABLE copied AS SELECT * FROM gold_messages": "CREATE TABLE AS SELECT is not a query",
+        "CACHE TABLE gold_messages": "CACHE TABLE is not a query",
+        "SET spark.sql.ansi.enabled=false": "SET is not a query",
+        "RESET": "RESET is not a query",
+        f"ADD JAR {outside}/x.jar": "ADD JAR is not a query",
+        "EXECUTE IMMEDIATE 'DELETE FROM gold_messages'": "EXECUTE IMMEDIATE is not a query",
         # refused when parsed, so never called (System.exit(String) does not exist either)
         "SELECT reflect('java.lang.System', 'exit', '0')": "reflect() calls a Java method",
         "SELECT java_method('java.lang.System', 'getProperty', 'user.home')": "java_method() calls a Java method",
@@ -73,20 +74,21 @@ def attacks(lake: str, outside: str) -> dict[str, str]:
         "SELECT * FROM gold_messages WITH ('path' = '/etc')": "a relation's options",
         "SELECT * FROM read_files('/etc/passwd')": "table function read_files()",
         "SELECT * FROM python_worker_logs()": "table function python_worker_logs()",
-        "VACUUM gold_messages RETAIN 0 HOURS": "VacuumTableCommand is not a query",
-        "OPTIMIZE gold_messages": "OptimizeTableCommand is not a query",
-        "RESTORE gold_messages TO VERSION AS OF 0": "RestoreTableStatement is not a query",
-        "REFRESH TABLE gold_messages": "RefreshTable is not a query",
-        "CREATE TEMP VIEW gold_messages AS SELECT 1 AS x": "CreateViewCommand is not a query",
-        "USE other": "SetCatalogAndNamespace is not a query",
-        "DECLARE v INT": "CreateVariable is not a query",
-        "BEGIN DELETE FROM gold_messages; END": "CompoundBody is not a query",
+        "VACUUM gold_messages RETAIN 0 HOURS": "VACUUM is not a query",
+        "OPTIMIZE gold_messages": "OPTIMIZE is not a query",
+        "RESTORE gold_messages TO VERSION AS OF 0": "RESTORE is not a query",
+        "REFRESH TABLE gold_messages": "REFRESH TABLE is not a query",
+        "CREATE TEMP VIEW gold_messages AS SELECT 1 AS x": "CREATE VIEW is not a query",
+        "USE other": "USE is not a query",
+        "DECLARE v INT": "DECLARE is not a query",
+        "BEGIN DELETE FROM gold_messages; END": "BEGIN … END is not a query",
         "WITH m AS (SELECT * FROM gold_messages) INSERT INTO gold_messages SELECT * FROM m":
-            "InsertIntoStatement is not a query",
-        "EXPLAIN DELETE FROM gold_messages": "DeleteFromTable is not a query",
+            "INSERT is not a query",
+        "EXPLAIN DELETE FROM gold_messages": "DELETE is not a query",
         "SELECT (WITH a AS (SELECT 1) SELECT 1), * FROM a": "a is not a table or view of the lake",  # out of scope
         "SHOW TABLES IN other": "UnresolvedNamespace is not a query",
         "DESCRIBE other.gold_messages": "other.gold_messages is not a table or view of the lake",
+        "SELECT * FROM gold_mesages": "gold_mesages is not a table or view of the lake (did you mean gold_messages?",
     }
 
 

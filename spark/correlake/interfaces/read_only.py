@@ -9,6 +9,7 @@ subqueries, CTE definitions, window definitions): what is not known is refused."
 
 from __future__ import annotations
 
+import difflib
 from functools import cache
 
 from correlake.errors import UsageError
@@ -47,6 +48,17 @@ REFUSED_FUNCTIONS = {
 TABLE_FUNCTIONS = frozenset({"range", "explode", "explode_outer", "posexplode", "posexplode_outer", "inline",
                              "inline_outer", "stack", "json_tuple", "variant_explode", "variant_explode_outer"})
 STATEMENTS = "SELECT, WITH, VALUES, SHOW TABLES|VIEWS|COLUMNS, DESCRIBE, EXPLAIN"
+# The statements a refusal names in SQL's words (else by the parser's name of its plan).
+SQL_WORDS = {
+    "InsertIntoDir": "INSERT OVERWRITE DIRECTORY", "InsertIntoStatement": "INSERT", "DeleteFromTable": "DELETE",
+    "UpdateTable": "UPDATE", "MergeIntoTable": "MERGE", "DropTable": "DROP TABLE", "DropView": "DROP VIEW",
+    "CreateTable": "CREATE TABLE", "CreateTableAsSelect": "CREATE TABLE AS SELECT", "ReplaceTable": "REPLACE TABLE",
+    "CreateView": "CREATE VIEW", "CreateViewCommand": "CREATE VIEW", "TruncateTable": "TRUNCATE TABLE",
+    "CacheTable": "CACHE TABLE", "UncacheTable": "UNCACHE TABLE", "SetCommand": "SET", "ResetCommand": "RESET",
+    "AddJarsCommand": "ADD JAR", "UnresolvedExecuteImmediate": "EXECUTE IMMEDIATE", "VacuumTableCommand": "VACUUM",
+    "OptimizeTableCommand": "OPTIMIZE", "RestoreTableStatement": "RESTORE", "RefreshTable": "REFRESH TABLE",
+    "SetCatalogAndNamespace": "USE", "CreateVariable": "DECLARE", "CompoundBody": "BEGIN … END",
+}
 
 
 class Refused(UsageError):
@@ -115,7 +127,7 @@ class _Walk:
         short = name.rpartition(".")[2].rstrip("$")
         if kind == "plan":
             if name not in PLANS:
-                raise Refused(f"{short} is not a query")
+                raise Refused(f"{SQL_WORDS.get(short, short)} is not a query")
             if short == "UnresolvedWith":
                 return self._with(obj, ctes)
             self._plan(obj, short, ctes)
@@ -162,7 +174,9 @@ class _Walk:
         if len(parts) != 1:
             raise Refused(f"{'.'.join(parts)} is not a table or view of the lake (a path, or another catalog's)")
         if parts[0].lower() not in self.names | ctes:
-            raise Refused(f"{parts[0]} is not a table or view of the lake (`correlake sql --list` names them)")
+            near = difflib.get_close_matches(parts[0].lower(), sorted(self.names | ctes), n=3)
+            meant = f"did you mean {' or '.join(near)}? " if near else ""
+            raise Refused(f"{parts[0]} is not a table or view of the lake ({meant}`correlake sql --list` names them)")
 
     def _function(self, expression, short: str) -> None:
         if short == "UnresolvedGenerator":  # LATERAL VIEW f(…)

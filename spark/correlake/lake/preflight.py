@@ -54,6 +54,8 @@ def require_folder(lake: str | Path) -> None:
     except Exception as exc:  # an unknown bucket, a refused or unreachable server
         raise UsageError(f"cannot use {lake} as the lake: {objectstore.why(exc)}") from None
     if not found:
+        if not is_uri(lake) and Path(lake).exists():
+            raise UsageError(f"lake {lake} is a file, not a folder: give the lake's folder")
         raise UsageError(f"lake {'' if is_uri(lake) else 'folder '}{lake} does not exist")
 
 

@@ -36,6 +36,7 @@ def main(args: argparse.Namespace) -> int:
     from correlake.runtime.session import get_spark
 
     if args.list:
+        catalog.require_gold(args.lake)
         print(listing(args.lake))
         return EXIT_OK
     if not args.query:
