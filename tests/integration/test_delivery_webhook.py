@@ -104,7 +104,8 @@ def test_every_event_acknowledged_once_in_key_order(lake, receiver, capsys):
     assert statuses(lake) == {"ACKED": len(ROWS)}
     assert all(r["attempts"] == 1 and r["last_error"] is None for r in state(lake).values())
     assert [a["outcome"] for a in attempts(lake)] == ["ACK"] * len(ROWS)
-    assert f"{len(ROWS)} sent, {len(ROWS)} acknowledged, 0 to retry, 0 dead letters" in out
+    assert (f"{len(ROWS)} events sent in {len(ROWS)} attempts (0 answered with a retry), {len(ROWS)} acknowledged, "
+            "0 dead letters") in out and "last error" not in out
     assert f"ACKED {len(ROWS)}, AWAITED 0" in out
     for headers, body in receiver.headers:  # routed by this pass's 3 partitions, not the outbox's 8
         sent = json.loads(body)
@@ -119,7 +120,8 @@ def test_retries_then_acknowledged_and_the_key_waits(lake, receiver, capsys):
     head = EVENT[(TENANT, SHARED, 1)]
     receiver.script[head] = [500, 503, 429]
     code, out = deliver(lake, receiver, *FAST_RETRY, capsys=capsys)
-    assert code == 0 and "3 to retry" in out
+    assert code == 0 and f"{len(ROWS)} events sent in {len(ROWS) + 3} attempts (3 answered with a retry)" in out
+    assert "last error: HTTP 429" in out and "; 0 events wait for a retry" in out
     assert receiver.sequences()[(TENANT, SHARED)] == [1, 1, 1, 1, 2, 3]
     assert receiver.sequences()[("t2", SHARED)] == [1, 2]
     assert_in_order(receiver)  # t2's 2 before TENANT's 1 acknowledged (its 4th try, in the 4th round or later)
@@ -326,3 +328,16 @@ def test_a_refused_connection_is_retried_later(lake, capsys):
     heads = [r for r in state(lake).values() if r["status"] == "AWAITED"]
     assert len(heads) == 7 and {r["last_error"] for r in heads} == {"connection refused"}
     assert {(a["outcome"], a["detail"]) for a in attempts(lake)} == {("RETRY", "connection refused")}
+
+
+def test_a_pass_to_a_url_where_nothing_listens_names_the_cause_and_counts_events_not_attempts(lake, capsys):
+    from support.helpers import free_port
+
+    code = cli.main(["deliver", "--lake", lake, "--sink", "webhook", "--url", f"http://127.0.0.1:{free_port()}/hook",
+                     "--max-seconds", "1", *FAST_RETRY])
+    out = capsys.readouterr().out
+    waiting = statuses(lake)["AWAITED"]
+    heads = len({(r["tenant_id"], r["correlation_key"]) for r in ROWS})  # each key's first event, tried again and again
+    assert code == 0 and waiting == heads
+    assert f"this pass: {heads} events sent in " in out and "0 acknowledged" in out
+    assert f"last error: connection refused; {heads} events wait for a retry" in out

@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 
 from correlake import config
 from correlake.delivery import tables
-from correlake.delivery.events import DEAD_LETTERS, FINAL, PENDING, STATUSES, Event, Sink, partition_of
+from correlake.delivery.events import AWAITED, DEAD_LETTERS, FINAL, PENDING, STATUSES, Event, Sink, partition_of
 from correlake.delivery.ledger import REQUEUED, Ledger, Policy, Tracked, clocks
 from correlake.errors import EXIT_OK, CorrelakeError
 from correlake.lake import journal
@@ -58,7 +58,9 @@ class Settings:
 @dataclass
 class PassResult:
     statuses: Counter = field(default_factory=Counter)  # every event's, after the pass
-    tally: Counter = field(default_factory=Counter)  # this pass's sent, acked, retried, dead_letters, requeued
+    tally: Counter = field(default_factory=Counter)  # this pass's events sent, attempts, acked, retried,
+    # dead_letters, requeued
+    last_error: str | None = None  # this pass's last answer that was not an acknowledgement
     rounds: int = 0
     outbox_version: int | None = None
     seconds: float = 0.0
@@ -113,6 +115,7 @@ def _pass(lake: str, sink: Sink, settings: Settings, started: float) -> PassResu
         result.rounds += 1
     _record(lake, ledger, now())
     tables.compact(lake)
+    result.last_error = ledger.last_error
     return result
 
 
@@ -243,14 +246,21 @@ def _body(payload: str, partition: int) -> bytes:
     return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
 
 
+def tallied(result: PassResult) -> str:
+    """What this pass did, counted in events (a retried event is sent once, in several attempts)."""
+    tally = result.tally
+    return (f"this pass: {tally['sent']} events sent in {tally['attempts']} attempts ({tally['retried']} answered "
+            f"with a retry), {tally['acked']} acknowledged, {tally['dead_letters']} dead letters")
+
+
 def summary(result: PassResult) -> str:
     tally = result.tally
     lines = [f"correlake deliver: outbox version {result.outbox_version}, {result.rounds} rounds "
              f"in {result.seconds:.1f} s"]
     if result.note:
         lines.append(result.note)
-    lines.append(f"this pass: {tally['sent']} sent, {tally['acked']} acknowledged, {tally['retried']} to retry, "
-                 f"{tally['dead_letters']} dead letters" + (f", {tally['requeued']} requeued" if tally['requeued']
-                                                            else ""))
+    lines.append(tallied(result) + (f", {tally['requeued']} requeued" if tally['requeued'] else ""))
+    if result.last_error:
+        lines.append(f"last error: {result.last_error}; {result.statuses[AWAITED]} events wait for a retry")
     lines.append("events by status: " + ", ".join(f"{s} {result.statuses[s]}" for s in STATUSES))
     return "\n".join(lines)

@@ -77,7 +77,9 @@ class Ledger:
             self.groups.setdefault(event.message_key, {})[event.event_id] = event
         self.changed: dict[str, Tracked] = {}
         self.attempt_rows: list[dict] = []
-        self.tally = Counter()  # this pass's sends and their outcomes
+        self.tally = Counter()  # this pass: events sent, attempts, their outcomes
+        self.sent_ids: set[str] = set()
+        self.last_error: str | None = None  # this pass's last answer that was not an acknowledgement
 
     def heads(self) -> list[Tracked]:
         return [events[0] for events in self.by_key.values()]
@@ -117,7 +119,10 @@ class Ledger:
             raise ValueError("a sink's outcomes must name the events sent, in order")
         order = {ACK: 0, RETRY: 1, REJECT: 2}
         for event, outcome in sorted(zip(sent, outcomes), key=lambda pair: order[pair[1].verdict]):
-            self.tally["sent"] += 1
+            self.tally["attempts"] += 1
+            if event.event_id not in self.sent_ids:
+                self.sent_ids.add(event.event_id)
+                self.tally["sent"] += 1
             event.attempts += 1
             event.clock = event.clock or now
             self.attempt_rows.append(_attempt(event, now, outcome.verdict, outcome.detail))
@@ -128,10 +133,12 @@ class Ledger:
                 continue
             elif outcome.verdict == RETRY:
                 self.tally["retried"] += 1
+                self.last_error = outcome.detail
                 self._set(event, AWAITED)
                 event.next_attempt_at = now + self.policy.backoff(event.attempts)
                 event.last_error = outcome.detail
             else:
+                self.last_error = outcome.detail
                 self._final(event, CANCELLED, now, None, outcome.detail)
                 for other in list(self.groups.get(event.message_key, {}).values()):
                     self._final(other, CANCELLED, now, CANCELLED,

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from correlake.delivery.deliver import DeliveryBusy, PassResult
+from correlake.delivery.deliver import DeliveryBusy, PassResult, tallied
 from correlake.errors import first_line
 from correlake.lake import meta
 from correlake.lake.landing import new_files
@@ -79,10 +79,9 @@ class Watch:
         except DeliveryBusy as exc:
             self._line(f"pass: {first_line(exc)}")
             return None
-        tally = result.tally
-        if sum(tally.values()) or result.note != self.last_note:  # an idle pass prints nothing
-            self._line(f"pass: {tally['sent']} sent, {tally['acked']} acknowledged, {tally['retried']} to retry, "
-                       f"{tally['dead_letters']} dead letters, {result.seconds:.1f} s"
+        if sum(result.tally.values()) or result.note != self.last_note:  # an idle pass prints nothing
+            self._line(f"pass: {tallied(result).removeprefix('this pass: ')}, {result.seconds:.1f} s"
+                       + (f"; last error: {result.last_error}" if result.last_error else "")
                        + (f" — {result.note}" if result.note else ""))
         self.last_note = result.note
         self.passes.append(result)
