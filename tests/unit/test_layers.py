@@ -85,3 +85,8 @@ def test_the_check_sees_imports_inside_functions():
     """Imports in function bodies count (a dependency a reader follows all the same)."""
     assert "correlake.runtime.session" in GRAPH["correlake.driver.client"]  # imported inside `call`
     assert "correlake.run.maintenance" in GRAPH["correlake.driver.calls"]  # inside `served`
+
+
+def test_no_module_is_over_350_lines():
+    long = {name: n for name, path in _modules().items() if (n := len(path.read_text().splitlines())) > 350}
+    assert long == {}
