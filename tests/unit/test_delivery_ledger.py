@@ -45,7 +45,7 @@ def test_a_rejection_cancels_the_group_but_not_what_was_acknowledged_with_it():
     heads = book.due(T0)
     book.record(heads, [Outcome("a1", REJECT, "HTTP 422"), Outcome("b1", ACK), Outcome("c1", ACK)], T0)
     assert [heads[0].status, heads[1].status] == ["CANCELLED", "ACKED"]
-    assert book.by_key == {} and book.tally == Counter(sent=3, acked=2, dead_letters=2)
+    assert book.by_key == {} and book.tally == Counter(sent=3, attempts=3, acked=2, dead_letters=2)
     state, attempts = book.flush(T0)
     assert {r["event_id"]: r["status"] for r in state} == {"a1": "CANCELLED", "a2": "CANCELLED",
                                                            "b1": "ACKED", "c1": "ACKED"}
