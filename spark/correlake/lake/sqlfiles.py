@@ -10,7 +10,7 @@ from correlake.config import sql_dir
 @cache
 def load(name: str) -> str:
     """Text of `sql/<name>.sql` without its leading comment lines."""
-    lines = (sql_dir() / f"{name}.sql").read_text().splitlines()
+    lines = (sql_dir() / f"{name}.sql").read_text(encoding="utf-8").splitlines()
     return "\n".join(line for line in lines if not line.lstrip().startswith("--")).strip()
 
 
