@@ -13,11 +13,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from correlake.interfaces import options
-from correlake.interfaces.commands.report_page import TIME, page
 from correlake.contract.reasons import reason_kind_sql
 from correlake.delivery.events import STATUSES
 from correlake.errors import EXIT_OK, UsageError
+from correlake.interfaces import options
+from correlake.interfaces.commands.report_page import TIME, page
 from correlake.lake.sqlfiles import fill
 
 # the queries, `sql/report/<name>.sql`; the delivery ones (docs/delivery.md) only on a lake
