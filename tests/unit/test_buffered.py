@@ -53,3 +53,16 @@ def test_the_status_of_an_accepted_uncorrelated_message_is_the_predicate():
     got = _sql(fill("message_status"), rows,
                "i INTEGER, ttl_ms BIGINT, deadline BIGINT, as_of BIGINT, duplicate_of BIGINT, correlation_count INT")
     assert got == ["BUFFERED" if is_buffered(ttl, d, t) else "EXPIRED" for ttl, d, t in grid()]
+
+
+def test_a_status_crosses_exactly_when_the_predicate_differs_at_the_two_instants():
+    """`sql/rules/crosses.sql`, built on the predicate: as_of moved either way, an accepted
+    uncorrelated message's status crosses when it is buffered at one instant and not the other."""
+    instants = (T0 - 1, T0, T0 + 1, T0 + 60_000)
+    rows = [(i, ttl, d, "BUFFERED" if is_buffered(ttl, d, before) else "EXPIRED", before, after, None, 0)
+            for i, ((ttl, d, _), before, after) in enumerate(itertools.product(grid(), instants, instants))]
+    crosses = fill("rules/crosses", before="b", after="a", status=fill("message_status", as_of="a"))
+    got = _sql(crosses, rows, "i INTEGER, ttl_ms BIGINT, deadline BIGINT, status VARCHAR, b BIGINT, a BIGINT, "
+                              "duplicate_of BIGINT, correlation_count INT")
+    assert got == [is_buffered(ttl, d, b) != is_buffered(ttl, d, a) for _, ttl, d, _, b, a, *_ in rows]
+    assert True in got and False in got

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from functools import cache
 
 from correlake.config import sql_dir
@@ -10,13 +11,14 @@ from correlake.config import sql_dir
 @cache
 def load(name: str) -> str:
     """Text of `sql/<name>.sql` without its leading comment lines."""
-    lines = (sql_dir() / f"{name}.sql").read_text().splitlines()
+    lines = (sql_dir() / f"{name}.sql").read_text(encoding="utf-8").splitlines()
     return "\n".join(line for line in lines if not line.lstrip().startswith("--")).strip()
 
 
 def fill(name: str, **params) -> str:
     """`sql/<name>.sql` with its placeholders filled: `params`, and the rules of `sql/rules/`
-    as `{buffered[<instant>]}` (see `buffered`; an instant named in `params` is its value)."""
+    as `{buffered[<instant>]}` (see `buffered`; in the instant, a SQL expression, each name
+    of `params` stands for its value)."""
     return load(name).format(buffered=_BufferedAt(params), **params)
 
 
@@ -28,13 +30,14 @@ def buffered(at: str, ttl_ms: str = "ttl_ms", deadline: str = "deadline") -> str
 
 class _BufferedAt:
     """`{buffered[as_of]}` in a SQL file: `buffered(params["as_of"])`, or `buffered("as_of")`
-    (a column) when `as_of` is not a parameter."""
+    (a column) when `as_of` is not a parameter; `{buffered[least(before, after)]}`: the
+    parameters `before` and `after` in the expression (not a qualified name's `t.after`)."""
 
     def __init__(self, params: dict):
         self.params = params
 
     def __getitem__(self, at: str) -> str:
-        return buffered(self.params.get(at, at))
+        return buffered(re.sub(r"(?<![.\w])\w+", lambda name: str(self.params.get(name[0], name[0])), at))
 
 
 def instant(millis: int | None) -> str:

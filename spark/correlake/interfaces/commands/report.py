@@ -2,102 +2,30 @@
 correlation latency, the buffered backlog, unmatched messages, start-event lock waits,
 quarantine reasons, and the last run with its gates.
 
-Every figure is a Spark SQL aggregate over the analyst views (`catalog.py`); only those
-small results reach the driver. Charts are inline SVG (`charts.py`): the page loads
-nothing at view time.
+Every figure is a Spark SQL aggregate over the analyst views (`catalog.py`), one query of
+`sql/report/` each; only those small results reach the driver. `report_page.py` draws
+them as inline SVG (`charts.py`): the page loads nothing at view time.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from datetime import datetime, timezone
-from html import escape
 from pathlib import Path
 
-from correlake.config import absolute, data_docs_dir, default_max_quarantine_ratio, expectations_dir
 from correlake.contract.reasons import reason_kind_sql
 from correlake.delivery.events import STATUSES
 from correlake.errors import EXIT_OK, UsageError
-from correlake.interfaces import charts, options
+from correlake.interfaces import options
+from correlake.interfaces.commands.report_page import TIME, page
+from correlake.lake.sqlfiles import fill
 
-TIME = "'yyyy-MM-dd HH:mm'"
-# Latency histogram: upper bounds (seconds) and labels; 0 s has its own bucket.
-LATENCY_BUCKETS = ((1, "< 1 s"), (10, "1–10 s"), (60, "10 s–1 min"), (600, "1–10 min"), (3600, "10 min–1 h"),
-                   (None, "≥ 1 h"))
-
-
-def _bucket(column: str) -> str:
-    cases = " ".join(f"WHEN {column} < {bound} THEN {i + 1}" for i, (bound, _) in enumerate(LATENCY_BUCKETS) if bound)
-    return f"CASE WHEN {column} = 0 THEN 0 {cases} ELSE {len(LATENCY_BUCKETS)} END"
-
-
-QUERIES = {
-    "totals": f"""
-        SELECT 'messages' AS what, status AS kind, count(*) AS n FROM gold_messages GROUP BY status
-        UNION ALL SELECT 'correlations', subscription_type, count(*) FROM gold_correlations GROUP BY subscription_type
-        UNION ALL SELECT 'subscriptions', if(closed_at IS NULL, 'open', 'closed'), count(*)
-                  FROM gold_subscriptions GROUP BY 2
-        UNION ALL SELECT 'instances', if(ended_at IS NULL, 'active', 'ended'), count(*)
-                  FROM gold_message_started_instances GROUP BY 2
-        UNION ALL SELECT 'quarantined', 'records', count(*) FROM quarantine
-        UNION ALL SELECT 'as_of', coalesce(date_format(max(as_of), {TIME}), '-'), 0 FROM gold_as_of""",
-    "hourly": f"""
-        WITH h AS (SELECT hour, sum(published) AS published, sum(correlations) AS correlations,
-                          sum(expired_unmatched) AS expired FROM hourly_activity GROUP BY hour)
-        SELECT date_format(x.hour, {TIME}) AS hour, coalesce(h.published, 0) AS published,
-               coalesce(h.correlations, 0) AS correlations, coalesce(h.expired, 0) AS expired
-        FROM (SELECT explode(sequence(min(hour), max(hour), INTERVAL 1 HOUR)) AS hour FROM h) x
-        LEFT JOIN h ON h.hour = x.hour ORDER BY x.hour""",
-    "latency": f"""
-        SELECT measure, {_bucket('s')} AS bucket, count(*) AS n FROM (
-          SELECT 'since published' AS measure, since_published_s AS s FROM correlation_latency
-          UNION ALL
-          SELECT 'since subscription opened', since_opened_s FROM correlation_latency WHERE since_opened_s IS NOT NULL)
-        GROUP BY 1, 2""",
-    "percentiles": """
-        SELECT * FROM latency_percentiles ORDER BY correlations DESC, bpmn_process_id, message_name LIMIT 12""",
-    "backlog": f"""
-        SELECT date_format(hour, {TIME}) AS label, sum(buffered) AS buffered, sum(uncorrelated) AS uncorrelated
-        FROM buffered_backlog GROUP BY hour ORDER BY hour""",
-    "unmatched_names": """
-        SELECT concat(name, ' → ', coalesce(nullif(array_join(listening_processes, ', '), ''), 'nothing listens'))
-               AS label, count(*) AS n
-        FROM unmatched_messages GROUP BY 1 ORDER BY n DESC, label LIMIT 10""",
-    "unmatched_keys": """
-        SELECT concat(tenant_id, ' · ', correlation_key, ': ', array_join(array_sort(collect_set(name)), ', '))
-               AS label, count(*) AS n
-        FROM unmatched_messages GROUP BY tenant_id, correlation_key ORDER BY n DESC, label LIMIT 10""",
-    "lock_waits": """
-        SELECT outcome, count(*) AS n, percentile_approx(waited_s, 0.5) AS median_s, max(waited_s) AS max_s
-        FROM start_lock_waits GROUP BY outcome ORDER BY n DESC, outcome""",
-    "closed_unmatched": """
-        SELECT concat(bpmn_process_id, ' · ', message_name, ' · ', close_reason) AS label, count(*) AS n
-        FROM subscriptions_closed_without_message GROUP BY 1 ORDER BY n DESC, label LIMIT 10""",
-    "duplicates": """
-        SELECT * FROM duplicate_rejections WHERE with_message_id > 0
-        ORDER BY rejection_rate DESC, tenant_id, name LIMIT 10""",
-    "quarantine": f"""
-        SELECT {reason_kind_sql("reason")} AS label, count(*) AS n FROM quarantine GROUP BY 1
-        ORDER BY n DESC, label LIMIT 10""",
-    "runs": f"""
-        SELECT run_id, date_format(started_at, {TIME}) AS started, date_format(finished_at, {TIME}) AS finished,
-               files, records_read, quarantined, coalesce(date_format(as_of, {TIME}), '-') AS as_of, summary
-        FROM runs ORDER BY finished_at DESC LIMIT 10""",
-}
-# Delivery (docs/delivery.md): only for a lake whose events a `correlake deliver` pass has seen.
-DELIVERY_QUERIES = {
-    "delivery_status": f"""
-        SELECT s.status AS label, coalesce(c.n, 0) AS n
-        FROM VALUES {", ".join(f"('{status}')" for status in STATUSES)} AS s(status)
-        LEFT JOIN (SELECT status, count(*) AS n FROM delivery_events GROUP BY status) c ON c.status = s.status
-        ORDER BY n DESC, label""",
-    "delivery_latency": "SELECT * FROM delivery_latency ORDER BY acked DESC, bpmn_process_id, kind LIMIT 12",
-    "dead_letters": """
-        SELECT concat(status, ': ', coalesce(reason, '-')) AS label, count(*) AS n FROM dead_letters
-        GROUP BY 1 ORDER BY n DESC, label LIMIT 10""",
-}
+# the queries, `sql/report/<name>.sql`; the delivery ones (docs/delivery.md) only on a lake
+# whose events a `correlake deliver` pass has seen
+QUERIES = ("headline_counts", "activity_per_hour", "latency_histogram", "busiest_latency_percentiles",
+           "backlog_per_hour", "unmatched_by_name", "unmatched_by_key", "lock_wait_outcomes", "closed_without_message",
+           "duplicate_rejection_rates", "quarantine_reasons", "recent_runs")
+DELIVERY_QUERIES = ("delivery_statuses", "busiest_delivery_latency", "dead_letter_reasons")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -109,13 +37,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def main(args: argparse.Namespace) -> int:
-    from correlake.lake.catalog import MissingTables, require_gold, unfinished_warning
+    from correlake.lake.catalog import require_gold, unfinished_warning
     from correlake.runtime.session import get_spark
 
-    try:
-        require_gold(args.lake)
-    except MissingTables as exc:
-        raise UsageError(str(exc)) from None
+    require_gold(args.lake)  # MissingTables: a UsageError
     if warning := unfinished_warning(args.lake):
         print(warning, file=sys.stderr)
     data = gather(get_spark(), args.lake)
@@ -126,237 +51,19 @@ def main(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def queries() -> dict[str, str]:
+    """The SQL of every report query, by name, its placeholders filled: {time} the times'
+    format, {reason_kind} a quarantine reason's kind, {delivery_statuses} every status."""
+    params = {"time": TIME, "reason_kind": reason_kind_sql("reason"),
+              "delivery_statuses": ", ".join(f"('{status}')" for status in STATUSES)}
+    return {name: fill(f"report/{name}", **params) for name in (*QUERIES, *DELIVERY_QUERIES)}
+
+
 def gather(spark, lake: str) -> dict[str, list[dict]]:
-    """The result rows of every report query (small aggregates)."""
+    """The result rows of every report query (small aggregates), by name."""
     from correlake.lake.catalog import register
 
-    registered = register(spark, lake, [*QUERIES.values(), *DELIVERY_QUERIES.values()])
-    queries = QUERIES | (DELIVERY_QUERIES if "delivery_events" in registered else {})
-    return {name: [row.asDict() for row in spark.sql(sql).collect()] for name, sql in queries.items()}
-
-
-# -- the page ----------------------------------------------------------------------
-def page(data: dict[str, list[dict]], lake: str) -> str:
-    """The HTML page of the report's data (`gather`)."""
-    totals = {}
-    for row in data["totals"]:
-        totals.setdefault(row["what"], {})[row["kind"]] = row["n"]
-    as_of = next(iter(totals.get("as_of", {})), "-")
-    sections = [
-        _card("Activity per hour", "Messages published, correlations made and messages that expired unmatched "
-              "(view hourly_activity).", _hourly(data["hourly"])),
-        _card("Correlation latency", "Time from publishing, and from the subscription opening, to the "
-              "correlation (view correlation_latency).", _latency(data["latency"])),
-        _card("Latency percentiles", "The busiest process · message · subscription type pairs "
-              "(view latency_percentiles).", _percentiles(data["percentiles"]), wide=True),
-        _card("Buffered backlog", "Messages in the buffer at the end of each hour, and those of them not "
-              "correlated yet (view buffered_backlog).", _backlog(data["backlog"])),
-        _card("Unmatched messages by name", "Expired without a correlation; → the processes listening to the "
-              "name (view unmatched_messages).", _bars(data["unmatched_names"], charts.PALETTE[2])),
-        _card("Unmatched messages by key", "Tenant · correlation key: names (view unmatched_messages).",
-              _bars(data["unmatched_keys"], charts.PALETTE[2])),
-        _card("Start-event lock waits", "Messages that arrived while an instance started by the same key was "
-              "active, by how the wait ended (view start_lock_waits).", _lock_waits(data["lock_waits"])),
-        _card("Subscriptions closed without a message", "Process · message · close reason "
-              "(view subscriptions_closed_without_message).", _bars(data["closed_unmatched"], charts.PALETTE[4])),
-        _card("Duplicate rejections", "Names whose messages carry an id: how many were rejected as duplicates "
-              "(view duplicate_rejections).", _duplicates(data["duplicates"])),
-        _card("Quarantine reasons", "Input lines that were not ingested, by reason (table quarantine).",
-              _bars(data["quarantine"], charts.PALETTE[1])),
-        _delivery(data),
-    ]
-    return PAGE.format(
-        title=escape(f"correlake report — {lake}"), lake=escape(absolute(lake)), as_of=escape(as_of),
-        generated=datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"), kpis=_kpis(totals),
-        sections="".join(sections), runs=_runs(data["runs"], lake))
-
-
-def _card(title: str, about: str, body: str, wide: bool = False) -> str:
-    return (f'<section class="card{" wide" if wide else ""}"><h2>{escape(title)}</h2>'
-            f'<p class="about">{escape(about)}</p>{body}</section>')
-
-
-def _kpis(totals: dict) -> str:
-    def tile(label, value, detail):
-        return (f'<div class="kpi"><b>{charts.number(value)}</b><span>{escape(label)}</span>'
-                f'<small>{escape(detail)}</small></div>')
-
-    def parts(group):
-        return ", ".join(f"{k.lower().replace('_', ' ')} {charts.number(v)}" for k, v in sorted(group.items()))
-
-    m, c, s, i = (totals.get(k, {}) for k in ("messages", "correlations", "subscriptions", "instances"))
-    return "".join([
-        tile("messages", sum(m.values()), parts(m)),
-        tile("correlations", sum(c.values()), parts(c)),
-        tile("open subscriptions", s.get("open", 0), f"of {charts.number(sum(s.values()))} opened"),
-        tile("active message-started instances", i.get("active", 0), f"of {charts.number(sum(i.values()))} started"),
-        tile("quarantined lines", totals.get("quarantined", {}).get("records", 0), "not ingested"),
-    ])
-
-
-def _hour_labels(labels: list[str]) -> list[str]:
-    """'HH:mm' when every hour is on one day, else 'MM-dd HH:mm'."""
-    one_day = len({label[:10] for label in labels}) <= 1
-    return [label[11:] if one_day else label[5:] for label in labels]
-
-
-def _hourly(rows: list[dict]) -> str:
-    return charts.columns(_hour_labels([r["hour"] for r in rows]), {
-        "published": [r["published"] for r in rows],
-        "correlations": [r["correlations"] for r in rows],
-        "expired unmatched": [r["expired"] for r in rows],
-    })
-
-
-def _latency(rows: list[dict]) -> str:
-    labels = ["at once", *(label for _, label in LATENCY_BUCKETS)]
-    series = {measure: [0] * len(labels) for measure in ("since published", "since subscription opened")}
-    for r in rows:
-        series[r["measure"]][r["bucket"]] = r["n"]
-    return charts.columns(labels, series)
-
-
-def _backlog(rows: list[dict]) -> str:
-    return charts.lines(_hour_labels([r["label"] for r in rows]), {
-        "buffered": [r["buffered"] for r in rows],
-        "not correlated yet": [r["uncorrelated"] for r in rows],
-    })
-
-
-def _bars(rows: list[dict], color: str) -> str:
-    return charts.bars([r["label"] for r in rows], [r["n"] for r in rows], color=color)
-
-
-def _lock_waits(rows: list[dict]) -> str:
-    if not rows:
-        return '<p class="no-data">no message waited for the lock</p>'
-    chart = charts.bars([r["outcome"] for r in rows], [r["n"] for r in rows], color=charts.PALETTE[3])
-    return chart + _table(["outcome", "messages", "median wait", "longest wait"],
-                          [[r["outcome"], r["n"], _duration(r["median_s"]), _duration(r["max_s"])] for r in rows])
-
-
-def _percentiles(rows: list[dict]) -> str:
-    def spread(r, measure):
-        values = [r[f"since_{measure}_{p}_s"] for p in ("p50", "p90", "p99")]
-        return " · ".join(map(_duration, values)) if values[0] is not None else "–"
-
-    return _table(["process", "message", "type", "correlations", "since published: p50 · p90 · p99",
-                   "since the subscription opened: p50 · p90 · p99"],
-                  [[r["bpmn_process_id"], r["message_name"], r["subscription_type"], r["correlations"],
-                    spread(r, "published"), spread(r, "opened")] for r in rows])
-
-
-def _duplicates(rows: list[dict]) -> str:
-    return _table(["tenant", "name", "messages", "with id", "rejected", "rate"],
-                  [[r["tenant_id"], r["name"], r["messages"], r["with_message_id"], r["rejected"],
-                    f"{r['rejection_rate']:.1%}"] for r in rows])
-
-
-def _runs(rows: list[dict], lake: str) -> str:
-    """The last run that read records, its gates (from its summary and the suites), and the
-    runs before it (status refreshes included: runs of no files)."""
-    summaries = [json.loads(r["summary"] or "{}") for r in rows]
-    read = [(r, s) for r, s in zip(rows, summaries) if s.get("as_of_before") is None]
-    if not read:
-        return "<p>no run recorded</p>"
-    last, summary = read[0]
-    timings = summary.get("timings", {})
-    ratio = last["quarantined"] / max(last["records_read"], 1)
-    gates = [["quarantine ratio", f"{charts.number(last['quarantined'])} of {charts.number(last['records_read'])} "
-              f"lines quarantined ({ratio:.2%}); threshold not recorded (default "
-              f"{default_max_quarantine_ratio():.0%})", "passed", ""]]
-    suites = _suites()
-    for key, seconds in timings.items():
-        if key.startswith("gate:"):
-            gate = key.removeprefix("gate:")
-            checks = ", ".join(f"{name} ({n} expectations)" for name, n in suites.items()
-                               if name == gate or name.startswith(gate + "_"))
-            gates.append([gate, checks, "passed", f"{seconds:.1f} s"])
-    docs = data_docs_dir(lake) / "index.html"
-    docs_link = f' Validation details: <a href="{docs.as_uri()}">Data Docs</a>.' if docs.exists() else ""
-    stages = ", ".join(f"{k} {v:.1f} s" for k, v in timings.items())
-    return (
-        f"<p>Run <code>{escape(last['run_id'])}</code>: started {escape(last['started'])}, finished "
-        f"{escape(last['finished'])} UTC; {charts.number(last['files'])} files, "
-        f"{charts.number(last['records_read'])} lines read, {charts.number(summary.get('replays', 0))} replays, "
-        f"{charts.number(summary.get('touched_groups', 0))} key groups recomputed; as_of {escape(last['as_of'])}."
-        f"<br>Stages: {escape(stages)}.</p>"
-        + _table(["gate", "checks", "result", "time"], gates)
-        + '<p class="about">A run is recorded only once every gate has passed, so each recorded run passed '
-          "them all; the run's summary keeps the gates' times, not their observed values, and a failed run "
-          f"leaves no row.{docs_link}</p>"
-        + "<h3>Recent runs</h3>"
-        + ('<p class="about">A run of 0 files re-evaluated the statuses only: nothing was new, as_of moved.</p>'
-           if any(r["files"] == 0 for r in rows) else "")
-        + _table(["run", "finished", "files", "lines read", "quarantined", "as_of"],
-                 [[r["run_id"], r["finished"], r["files"], r["records_read"], r["quarantined"], r["as_of"]]
-                  for r in rows]))
-
-
-def _delivery(data: dict[str, list[dict]]) -> str:
-    about = "Events sent by `correlake deliver`, by status; from correlation to acknowledgement; dead letters."
-    if "delivery_status" not in data:
-        return _card("Delivery", about, '<p class="no-data">no delivery pass has run on this lake</p>', wide=True)
-    latency = [[r["bpmn_process_id"], r["kind"], r["acked"], _duration(r["p50_s"]), _duration(r["p90_s"]),
-                _duration(r["p99_s"]), _duration(r["max_s"])] for r in data["delivery_latency"]]
-    body = (_bars(data["delivery_status"], charts.PALETTE[0])
-            + _table(["process", "kind", "acknowledged", "p50", "p90", "p99", "max"], latency)
-            + "<h3>Dead letters (view dead_letters)</h3>"
-            + (_bars(data["dead_letters"], charts.PALETTE[1]) if data["dead_letters"] else "<p>none</p>"))
-    return _card("Delivery", about + " (views delivery_events, delivery_latency, dead_letters)", body, wide=True)
-
-
-def _suites() -> dict[str, int]:
-    """Expectation suites of `expectations/` and their sizes."""
-    return {p.stem: len(json.loads(p.read_text())["expectations"]) for p in sorted(expectations_dir().glob("*.json"))}
-
-
-def _table(headers: list[str], rows: list[list]) -> str:
-    if not rows:
-        return '<p class="no-data">no rows</p>'
-
-    def cell(value):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            return f'<td class="num">{charts.number(value)}</td>'
-        return f"<td>{escape(str(value))}</td>"
-
-    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(map(cell, row)) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _duration(seconds) -> str:
-    if seconds is None:
-        return "–"
-    for unit, size in (("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:.1f} {unit}"
-    return f"{seconds:.3g} s"
-
-
-PAGE = """<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
-<style>
-body {{ font: 14px/1.4 system-ui, sans-serif; color: #222; margin: 0; background: #f4f5f7; }}
-header {{ background: #1f2d3d; color: #fff; padding: 14px 24px; }}
-header h1 {{ margin: 0; font-size: 20px; }} header p {{ margin: 4px 0 0; color: #c9d3dd; }}
-main {{ max-width: 1140px; margin: 0 auto; padding: 16px; }}
-.kpis {{ display: flex; gap: 12px; flex-wrap: wrap; margin-bottom: 16px; }}
-.kpi {{ flex: 1 1 180px; background: #fff; border-radius: 6px; padding: 10px 14px; box-shadow: 0 1px 2px #0002; }}
-.kpi b {{ display: block; font-size: 24px; }} .kpi span {{ display: block; }}
-.kpi small {{ color: #666; }}
-.grid {{ display: grid; grid-template-columns: repeat(auto-fill, minmax(540px, 1fr)); gap: 16px; }}
-.card {{ background: #fff; border-radius: 6px; padding: 12px 14px; box-shadow: 0 1px 2px #0002; overflow-x: auto; }}
-.card h2 {{ font-size: 16px; margin: 0 0 2px; }} .about {{ color: #666; margin: 0 0 8px; font-size: 12px; }}
-.grid .wide {{ grid-column: 1 / -1; }} main > .wide {{ margin-top: 16px; }}
-table {{ border-collapse: collapse; font-size: 12px; margin-top: 8px; }}
-th, td {{ padding: 3px 8px; border-bottom: 1px solid #eee; text-align: left; white-space: nowrap; }}
-td.num {{ text-align: right; font-variant-numeric: tabular-nums; }}
-.no-data {{ color: #999; font-style: italic; }}
-</style></head>
-<body><header><h1>correlake report</h1><p>lake {lake} · statuses as of {as_of} UTC · generated {generated}</p></header>
-<main><div class="kpis">{kpis}</div>
-<div class="grid">{sections}</div>
-<section class="card wide"><h2>Last run and its gates</h2>{runs}</section>
-</main></body></html>
-"""
+    sql = queries()
+    registered = register(spark, lake, list(sql.values()))
+    names = QUERIES + (DELIVERY_QUERIES if "delivery_events" in registered else ())
+    return {name: [row.asDict() for row in spark.sql(sql[name]).collect()] for name in names}
