@@ -15,7 +15,7 @@ from pathlib import Path
 
 from correlake.contract.reasons import reason_kind_sql
 from correlake.delivery.events import STATUSES
-from correlake.errors import EXIT_OK, UsageError
+from correlake.errors import EXIT_OK
 from correlake.interfaces import options
 from correlake.interfaces.commands.report_page import TIME, page
 from correlake.lake.sqlfiles import fill
