@@ -53,7 +53,8 @@ closed_before_publish AS (
   FROM message_pairs WHERE closed_at <= published_at GROUP BY message_key
 ),
 taken_by_process AS (  -- rules 15, 17: a message it could have had went to its process otherwise
-  SELECT p.tenant_id, p.element_instance_key, p.message_name, min_by(p.message_key, struct(p.published_at, p.message_key)) AS first
+  SELECT p.tenant_id, p.element_instance_key, p.message_name,
+         min_by(p.message_key, struct(p.published_at, p.message_key)) AS first
   FROM subscription_pairs p
   LEFT SEMI JOIN gold_correlations c ON c.message_key = p.message_key AND c.bpmn_process_id = p.bpmn_process_id
   WHERE (p.published_at >= p.opened_at AND (p.closed_at IS NULL OR p.published_at < p.closed_at))
@@ -74,16 +75,28 @@ message_reasons AS (
   SELECT 'MESSAGE' AS kind, m.tenant_id, m.message_key, CAST(NULL AS STRING) AS element_instance_key,
          CAST(NULL AS STRING) AS message_name,
          coalesce(
-           if(m.duplicate_of IS NOT NULL, struct('DUPLICATE' AS reason, m.duplicate_of AS message_key, NULL AS element_instance_key, NULL AS gap_ms), NULL),
-           if(l.holder IS NOT NULL, struct('START_LOCKED' AS reason, l.holder AS message_key, NULL AS element_instance_key, NULL AS gap_ms), NULL),
+           if(m.duplicate_of IS NOT NULL, struct('DUPLICATE' AS reason,
+                                                 m.duplicate_of AS message_key, NULL AS element_instance_key,
+                                                 NULL AS gap_ms), NULL),
+           if(l.holder IS NOT NULL, struct('START_LOCKED' AS reason,
+                                           l.holder AS message_key, NULL AS element_instance_key,
+                                           NULL AS gap_ms), NULL),
            if(e.first IS NOT NULL,
-              struct('TAKEN_BY_EARLIER' AS reason, e.first.message_key AS message_key, e.first.element_instance_key AS element_instance_key, NULL AS gap_ms), NULL),
-           if(m.status = 'BUFFERED', struct('WAITING' AS reason, NULL AS message_key, NULL AS element_instance_key, NULL AS gap_ms), NULL),
+              struct('TAKEN_BY_EARLIER' AS reason,
+                     e.first.message_key AS message_key, e.first.element_instance_key AS element_instance_key,
+                     NULL AS gap_ms), NULL),
+           if(m.status = 'BUFFERED', struct('WAITING' AS reason,
+                                            NULL AS message_key, NULL AS element_instance_key, NULL AS gap_ms), NULL),
            if(a.first IS NOT NULL,
-              struct('SUBSCRIPTION_AFTER_DEADLINE' AS reason, NULL AS message_key, a.first.element_instance_key AS element_instance_key, unix_millis(a.first.opened_at) - unix_millis(a.first.deadline) AS gap_ms), NULL),
+              struct('SUBSCRIPTION_AFTER_DEADLINE' AS reason,
+                     NULL AS message_key, a.first.element_instance_key AS element_instance_key,
+                     unix_millis(a.first.opened_at) - unix_millis(a.first.deadline) AS gap_ms), NULL),
            if(b.last IS NOT NULL,
-              struct('SUBSCRIPTION_CLOSED_BEFORE' AS reason, NULL AS message_key, b.last.element_instance_key AS element_instance_key, unix_millis(b.last.published_at) - unix_millis(b.last.closed_at) AS gap_ms), NULL),
-           if(q.message_key IS NULL, struct('NO_SUBSCRIPTION' AS reason, NULL AS message_key, NULL AS element_instance_key, NULL AS gap_ms), NULL)
+              struct('SUBSCRIPTION_CLOSED_BEFORE' AS reason,
+                     NULL AS message_key, b.last.element_instance_key AS element_instance_key,
+                     unix_millis(b.last.published_at) - unix_millis(b.last.closed_at) AS gap_ms), NULL),
+           if(q.message_key IS NULL, struct('NO_SUBSCRIPTION' AS reason,
+                                            NULL AS message_key, NULL AS element_instance_key, NULL AS gap_ms), NULL)
          ) AS why
   FROM unexplained_messages m
   LEFT JOIN locked l ON l.message_key = m.message_key
@@ -96,14 +109,24 @@ subscription_reasons AS (
   SELECT 'SUBSCRIPTION' AS kind, s.tenant_id, CAST(NULL AS BIGINT) AS message_key, s.element_instance_key,
          s.message_name,
          coalesce(
-           if(s.close_reason = 'SIBLING_CORRELATED', struct('SIBLING_CORRELATED' AS reason, NULL AS message_key, NULL AS element_instance_key, NULL AS gap_ms), NULL),
-           if(t.first IS NOT NULL, struct('TAKEN_BY_PROCESS' AS reason, t.first AS message_key, NULL AS element_instance_key, NULL AS gap_ms), NULL),
+           if(s.close_reason = 'SIBLING_CORRELATED', struct('SIBLING_CORRELATED' AS reason,
+                                                            NULL AS message_key, NULL AS element_instance_key,
+                                                            NULL AS gap_ms), NULL),
+           if(t.first IS NOT NULL, struct('TAKEN_BY_PROCESS' AS reason,
+                                          t.first AS message_key, NULL AS element_instance_key,
+                                          NULL AS gap_ms), NULL),
            if(x.last IS NOT NULL,
-              struct('MESSAGE_EXPIRED_BEFORE_OPEN' AS reason, x.last.message_key AS message_key, NULL AS element_instance_key, unix_millis(x.last.opened_at) - unix_millis(x.last.deadline) AS gap_ms), NULL),
-           if(s.closed_at IS NULL, struct('WAITING' AS reason, NULL AS message_key, NULL AS element_instance_key, NULL AS gap_ms), NULL),
+              struct('MESSAGE_EXPIRED_BEFORE_OPEN' AS reason,
+                     x.last.message_key AS message_key, NULL AS element_instance_key,
+                     unix_millis(x.last.opened_at) - unix_millis(x.last.deadline) AS gap_ms), NULL),
+           if(s.closed_at IS NULL, struct('WAITING' AS reason,
+                                          NULL AS message_key, NULL AS element_instance_key, NULL AS gap_ms), NULL),
            if(c.first IS NOT NULL,
-              struct('MESSAGE_AFTER_CLOSE' AS reason, c.first.message_key AS message_key, NULL AS element_instance_key, unix_millis(c.first.published_at) - unix_millis(c.first.closed_at) AS gap_ms), NULL),
-           if(q.message_name IS NULL, struct('NO_MESSAGE' AS reason, NULL AS message_key, NULL AS element_instance_key, NULL AS gap_ms), NULL)
+              struct('MESSAGE_AFTER_CLOSE' AS reason,
+                     c.first.message_key AS message_key, NULL AS element_instance_key,
+                     unix_millis(c.first.published_at) - unix_millis(c.first.closed_at) AS gap_ms), NULL),
+           if(q.message_name IS NULL, struct('NO_MESSAGE' AS reason,
+                                             NULL AS message_key, NULL AS element_instance_key, NULL AS gap_ms), NULL)
          ) AS why
   FROM unexplained_subscriptions s
   LEFT JOIN taken_by_process t USING (tenant_id, element_instance_key, message_name)
