@@ -174,8 +174,8 @@ class _Walk:
         if len(parts) != 1:
             raise Refused(f"{'.'.join(parts)} is not a table or view of the lake (a path, or another catalog's)")
         if parts[0].lower() not in self.names | ctes:
-            near = difflib.get_close_matches(parts[0].lower(), sorted(self.names | ctes), n=3)
-            meant = f"did you mean {' or '.join(near)}? " if near else ""
+            near = difflib.get_close_matches(parts[0].lower(), sorted(self.names | ctes), n=1, cutoff=0.8)
+            meant = f"did you mean {near[0]}? " if near else ""
             raise Refused(f"{parts[0]} is not a table or view of the lake ({meant}`correlake sql --list` names them)")
 
     def _function(self, expression, short: str) -> None:
