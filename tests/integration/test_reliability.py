@@ -25,7 +25,7 @@ from correlake.interfaces import cli
 from correlake.lake import journal
 from correlake.lake import tables as lake
 from correlake.quality import gates
-from correlake.run import pipeline, stepwise, writes
+from correlake.run import pipeline, staged, stepwise
 from correlake.run.staged import LakeMoved
 from correlake.run.store import staged_runs_dir
 from correlake.transforms import scope as key_scope
@@ -110,7 +110,7 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
     landing, base, _, reference = world
     lake_dir = copy_lake(base, tmp_path / "term")
     before = snapshot(spark, lake_dir)
-    real, real_table, signalled, restored = writes.restate, journal.delta_table, [], []
+    real, real_table, signalled, restored = staged.restate, journal.delta_table, [], []
 
     def restate_then_stop(*args, **kwargs):
         real(*args, **kwargs)
@@ -124,7 +124,7 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
         restored.append(path)
         return real_table(path)
 
-    monkeypatch.setattr(writes, "restate", restate_then_stop)
+    monkeypatch.setattr(staged, "restate", restate_then_stop)
     monkeypatch.setattr(journal, "delta_table", stop_again_while_restoring)
     on_sigterm = signal.getsignal(signal.SIGTERM)
     capfd.readouterr()

@@ -12,7 +12,7 @@ import os
 import signal
 import sys
 
-from correlake.run import pipeline, writes
+from correlake.run import pipeline, staged
 from correlake.runtime.session import get_spark
 from correlake.transforms import bronze, scope
 
@@ -27,13 +27,13 @@ def main(landing: str, lake_dir: str, point: str) -> None:
     elif point == "silver":
         scope.grow_key_groups = die
     elif point == "merge":
-        real = writes.restate
+        real = staged.restate
 
         def restate_then_die(*args, **kwargs):
             real(*args, **kwargs)
             die()
 
-        writes.restate = restate_then_die
+        staged.restate = restate_then_die
     else:
         raise SystemExit(f"unknown crash point {point}")
     pipeline.run(get_spark(), landing, lake_dir, max_quarantine_ratio=1.0)
