@@ -14,7 +14,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from correlake.delivery.deliver import DeliveryBusy, PassResult, tallied
@@ -42,8 +42,6 @@ class Watch:
     say: Callable[[str], None] = print
     failed_on: frozenset = frozenset()  # the new files a gate failed on: not run again alone
     last_note: str | None = None
-    runs: int = 0
-    passes: list = field(default_factory=list)
 
     def tick(self) -> None:
         """A run if something is new, then a pass."""
@@ -67,7 +65,7 @@ class Watch:
             self.failed_on = pending
             self._line(f"run: FAILED, nothing published; it runs again with the next new file — {exc}")
             return None
-        self.failed_on, self.runs = frozenset(), self.runs + 1
+        self.failed_on = frozenset()
         self._line(f"run {result.run_id or '(statuses)'}: {result.records_read} records "
                    f"({result.quarantined_total} quarantined), {result.correlations} correlations, "
                    f"{result.outbox_events} events to deliver, {time.perf_counter() - started:.1f} s")
@@ -84,7 +82,6 @@ class Watch:
                        + (f"; last error: {result.last_error}" if result.last_error else "")
                        + (f" — {result.note}" if result.note else ""))
         self.last_note = result.note
-        self.passes.append(result)
         return result
 
     def _line(self, text: str) -> None:
