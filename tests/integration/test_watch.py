@@ -74,63 +74,48 @@ def receiver():
     receiver.close()
 
 
-def test_watch_runs_and_delivers_each_batch_retries_a_failed_gate_with_the_next_file_and_stops_on_sigterm(
-        tmp_path, receiver):
+def test_watch_runs_delivers_retries_a_failed_gate_survives_a_kill_and_stops_on_sigterm(tmp_path, receiver):
+    """One story, two watch processes (each a JVM): batches run and delivered; a batch whose
+    gate fails waits for the next file; a watch SIGKILLed while its run holds the lock is
+    started again and loses and doubles nothing; SIGTERM ends it after the step in progress."""
     landing, lake = tmp_path / "landing", tmp_path / "lake"
     write_landing(landing, *batch(1), name="b1")
     watcher = Watcher(landing, lake, receiver, "--max-quarantine-ratio", "0.2")
     try:
         watcher.until(lambda: len(receiver.applied) == 6, "the first batch delivered")
-        write_landing(landing, *batch(2), name="b2")
-        watcher.until(lambda: len(receiver.applied) == 12, "the second batch delivered")
-
         bad = ["not json"] * 6  # half of the batch's lines: over the ratio
         messages, events = batch(3)
         write_landing(landing, messages + bad, events, name="b3")
         watcher.until(lambda: "FAILED" in watcher.text(), "the failed gate")
         time.sleep(4 * EVERY)  # ticks with nothing new but the failed files: not run again
-        assert watcher.text().count("FAILED") == 1 and len(receiver.applied) == 12
+        assert watcher.text().count("FAILED") == 1 and len(receiver.applied) == 6
         write_landing(landing, *batch(4, keys=12), name="b4")  # enough good lines: both files pass
-        watcher.until(lambda: len(receiver.applied) == 12 + 6 + 24, "the failed batch delivered with the next")
+        watcher.until(lambda: len(receiver.applied) == 6 + 6 + 24, "the failed batch delivered with the next")
+        runs = [line for line in watcher.lines if " run " in line and "records" in line]
+        assert len(runs) == 2 and "12 records" in runs[0] and "correlations" in runs[0]
+        passes = [line for line in watcher.lines if " pass: " in line]
+        assert passes and all("sent" in line for line in passes)
 
-        watcher.process.send_signal(signal.SIGTERM)
-        assert watcher.process.wait(120) == 0
-        watcher.reader.join(10)
-    finally:
-        if watcher.process.poll() is None:
-            watcher.process.kill()
-    assert watcher.lines[-1].rstrip().endswith("correlake watch: stopped by SIGTERM after the step in progress")
-    assert not_in_sequence(receiver.rows()) == {}  # every ordering key's 1, 2, 3... once, in order
-    assert len(receiver.requests) == len(receiver.applied)  # none sent twice
-    runs = [line for line in watcher.lines if " run " in line and "records" in line]
-    assert len(runs) == 3 and "12 records" in runs[0] and "correlations" in runs[0]
-    passes = [line for line in watcher.lines if " pass: " in line]
-    assert passes and all("sent" in line for line in passes)
-    assert len(DeltaTable(table_path(str(lake), "quarantine")).to_pyarrow_table()) == 6
-
-
-def test_watch_killed_mid_run_and_started_again_loses_nothing_and_sends_each_event_once(tmp_path, receiver):
-    landing, lake = tmp_path / "landing", tmp_path / "lake"
-    write_landing(landing, *batch(1, keys=40), name="b1")
-    watcher = Watcher(landing, lake, receiver)
-    try:  # killed while its run holds the lake's lock (computing, or writing: rolled back by the next)
+        write_landing(landing, *batch(5, keys=40), name="b5")  # killed while its run holds the lake's lock
         watcher.until(lambda: Path(lock_path(str(lake))).exists(), "a run in progress")
         watcher.process.kill()
         watcher.process.wait(60)
     finally:
         if watcher.process.poll() is None:
             watcher.process.kill()
-    again = Watcher(landing, lake, receiver)
-    try:
-        again.until(lambda: len(receiver.applied) == 80, "every event delivered after the restart")
-        write_landing(landing, *batch(2), name="b2")
-        again.until(lambda: len(receiver.applied) == 86, "the next batch delivered")
-        again.process.send_signal(signal.SIGINT)
+    again = Watcher(landing, lake, receiver, "--max-quarantine-ratio", "0.2")
+    try:  # the killed run (computing, or writing: rolled back) is run again
+        again.until(lambda: len(receiver.applied) == 36 + 80, "every event delivered after the restart")
+        write_landing(landing, *batch(6), name="b6")
+        again.until(lambda: len(receiver.applied) == 36 + 80 + 6, "the next batch delivered")
+        again.process.send_signal(signal.SIGTERM)
         assert again.process.wait(120) == 0
+        again.reader.join(10)
     finally:
         if again.process.poll() is None:
             again.process.kill()
-    assert not_in_sequence(receiver.rows()) == {}
-    assert len(receiver.requests) == len(receiver.applied) == 86
-    correlations = DeltaTable(table_path(str(lake), "correlations")).to_pyarrow_table()
-    assert len(correlations) == 86
+    assert again.lines[-1].rstrip().endswith("correlake watch: stopped by SIGTERM after the step in progress")
+    assert not_in_sequence(receiver.rows()) == {}  # every ordering key's 1, 2, 3... once, in order
+    assert len(receiver.requests) == len(receiver.applied) == 122  # none sent twice
+    assert len(DeltaTable(table_path(str(lake), "correlations")).to_pyarrow_table()) == 122
+    assert len(DeltaTable(table_path(str(lake), "quarantine")).to_pyarrow_table()) == 6

@@ -2,14 +2,16 @@
 
 Verbatim pass (`test_scenario_verbatim`): each shared scenario exactly as written (the
 default tenant, the default quarantine ratio), in a landing and lake of its own, run by
-`correlake run` on the test session's warm driver; its gold, read with delta-rs (a
+`correlake run` on the test session's warm driver, on the path a small run takes (the
+engine in the driver process); its gold, read with delta-rs (a
 reader other than correlake's Spark), must hold exactly the `expected` rows on the
 listed columns, as the shared conformance README says, and its quarantine none.
 
 Merged pass (`test_scenario`, the cheap one, which also covers ours): all scenarios in
-one run. Each scenario gets its own tenant prefix, position range and time shift (so that
-the default as_of, the latest event time, is the same instant for all of them);
-gold rows are mapped back and must match every listed field exactly.
+one run, on Spark's path (forced: the run is small). Each scenario gets its own tenant
+prefix, position range and time shift (so that the default as_of, the latest event time,
+is the same instant for all of them); gold rows are mapped back and must match every
+listed field exactly.
 
 Quarantine (`test_scenario_quarantine`, on the merged pass's run): our scenarios with bad
 or conflicting lines list them in `expected.quarantine`, each as `stream`, `_line` (its
@@ -64,8 +66,10 @@ def gold(spark, tmp_path_factory):
         messages += relabel(sc["messages"], tag, i * OFFSET, shift, "published_at")
         events += relabel(sc["workflow_events"], tag, i * OFFSET, shift, "timestamp")
     write_landing(root / "landing", messages, events)
-    assert cli.main(["run", "--landing", str(root / "landing"), "--lake", str(root / "lake"),
-                     "--max-quarantine-ratio", "0.5"]) == 0
+    with pytest.MonkeyPatch.context() as env:  # Spark's path here, the small-run path in test_scenario_verbatim
+        env.setenv("CORRELAKE_RUN_PATH", "spark")
+        assert cli.main(["run", "--landing", str(root / "landing"), "--lake", str(root / "lake"),
+                         "--max-quarantine-ratio", "0.5"]) == 0
     tables = read_gold(spark, str(root / "lake"))
     tables["quarantine"] = [r.asDict() for r in spark.read.format("delta").load(
         table_path(str(root / "lake"), "quarantine")).select("stream", "_line", "reason").collect()]

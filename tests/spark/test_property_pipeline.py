@@ -3,7 +3,9 @@
 Many generated cases go through one run, each under its own tenant prefix and
 position range; then the same records, split into files and runs that arrive in
 shuffled order, must give the same gold (semantics rule 4), with a retried delivery in
-the last run; `correlake rebuild` of that lake gives it again. Every gold column is
+the last run; `correlake rebuild` of that lake gives it again. The one run takes Spark's path, the split
+runs the small-run path, both forced (`pipeline.run(path=…)`), so each path is checked
+against the model and against the other. Every gold column is
 compared (`helpers.assert_gold_equals`). The cases, the split and the shuffle all come
 from CORRELAKE_TEST_SEED (generators.SEED), which the test prints: set it to replay a failure.
 """
@@ -34,14 +36,14 @@ CASES = 60
 START_EVENT_CASES = 40  # more of the per-key lock of message start events (rules 19-21)
 
 
-def run_pipeline(spark, lake: str, root, runs: list[list[tuple[list, list]]]) -> dict:
-    """One pipeline run per item of `runs`, each over its own landing of one file pair per chunk."""
+def run_pipeline(spark, lake: str, root, runs: list[list[tuple[list, list]]], path: str) -> dict:
+    """One pipeline run per item of `runs` on `path`, each over its own landing of one file pair per chunk."""
     for n, chunks in enumerate(runs):
         landing = root / f"landing{n}"
         for k, (messages, events) in enumerate(chunks):
             write_jsonl(landing / "messages" / f"m{k}.jsonl", messages)
             write_jsonl(landing / "workflow_events" / f"w{k}.jsonl", events)
-        pipeline.run(spark, str(landing), lake, max_quarantine_ratio=0.0)
+        assert pipeline.run(spark, str(landing), lake, max_quarantine_ratio=0.0, path=path).path == path
     return read_gold(spark, lake)
 
 
@@ -55,7 +57,7 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
 
     root = tmp_path_factory.mktemp("one")
     one_lake = str(root / "lake")
-    one = run_pipeline(spark, one_lake, root, [[(messages, events)]])
+    one = run_pipeline(spark, one_lake, root, [[(messages, events)]], "spark")
     assert_gold_equals(one, want)
 
     # The same records split at random into 2-4 runs, in shuffled order:
@@ -64,7 +66,7 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
     chunks = shuffled_chunks(messages, events, random.Random(SEED), 4)
     root = tmp_path_factory.mktemp("split")
     lake = str(root / "lake")
-    split = run_pipeline(spark, lake, root, [[c] for c in chunks[:-1]] + [[chunks[-1], chunks[0]]])
+    split = run_pipeline(spark, lake, root, [[c] for c in chunks[:-1]] + [[chunks[-1], chunks[0]]], "small")
     assert_gold_equals(split, want)
     assert_same_gold(split, one)
 

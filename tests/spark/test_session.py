@@ -194,12 +194,12 @@ def test_small_runs_evaluate_their_row_projections_and_others_compile_them(spark
         landing = [LandingFile("messages", path, size, 0, "/") for path, size in files]
         return Plan("r", landing, {}, 0.0, None, RunResult("r", rebuild=rebuild), history)
 
-    assert plan(("a.jsonl", INTERPRETED_MAX_BYTES // 2), ("b.jsonl", INTERPRETED_MAX_BYTES // 2)).small
-    assert plan(("a.jsonl", 100), history=INTERPRETED_MAX_HISTORY).small
-    assert not plan(("a.jsonl", 100), history=INTERPRETED_MAX_HISTORY + 1).small  # its MERGEs rewrite history
-    assert not plan(("a.jsonl", INTERPRETED_MAX_BYTES + 1)).small
-    assert not plan(("a.jsonl.gz", INTERPRETED_MAX_BYTES // 5)).small  # its JSON is larger than the file
-    assert not plan(rebuild=True).small  # every record of bronze
+    assert plan(("a.jsonl", INTERPRETED_MAX_BYTES // 2), ("b.jsonl", INTERPRETED_MAX_BYTES // 2)).interpreted
+    assert plan(("a.jsonl", 100), history=INTERPRETED_MAX_HISTORY).interpreted
+    assert not plan(("a.jsonl", 100), history=INTERPRETED_MAX_HISTORY + 1).interpreted  # its MERGEs rewrite history
+    assert not plan(("a.jsonl", INTERPRETED_MAX_BYTES + 1)).interpreted
+    assert not plan(("a.jsonl.gz", INTERPRETED_MAX_BYTES // 5)).interpreted  # its JSON is larger than the file
+    assert not plan(rebuild=True).interpreted  # every record of bronze
     key = "spark.sql.codegen.factoryMode"
     rows = spark.range(50).selectExpr("id", "named_struct('a', id, 'b', array(id, id + 1), 'c', map(id, 'x')) AS s")
     want = sorted(map(repr, rows.collect()))

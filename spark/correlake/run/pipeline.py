@@ -30,12 +30,14 @@ __all__ = ["RunResult", "run"]
 
 def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | None = None,
         max_quarantine_ratio: float | None = None, wait_seconds: float = 0.0, rebuild: bool = False,
-        dry_run: bool = False) -> RunResult:
+        dry_run: bool = False, path: str | None = None) -> RunResult:
     """Ingest what is new in `landing` (or, to rebuild, recompute silver and gold from
-    bronze) and bring silver and gold up to date; with `dry_run`, stop after the gates."""
+    bronze) and bring silver and gold up to date; with `dry_run`, stop after the gates.
+    `path` forces the small-run path (`small`) or Spark's (`spark`); None: CORRELAKE_RUN_PATH."""
     with run_lock(lake_dir, wait_seconds):
         staged = StagedRun.prepare(spark, landing, lake_dir, lambda _: MemoryStore(), as_of=as_of,
-                                   max_quarantine_ratio=max_quarantine_ratio, rebuild=rebuild, dry_run=dry_run)
+                                   max_quarantine_ratio=max_quarantine_ratio, rebuild=rebuild, dry_run=dry_run,
+                                   path=path)
         if isinstance(staged, RunResult):
             return staged
         gx.import_ahead()  # a fresh process's first gate need not wait for it
@@ -64,7 +66,7 @@ def _stages_and_gates(staged: StagedRun) -> None:
     is Python's while Spark computes. Returns once every gate has passed. A failed gate
     stops the run at the next stage, and is what is raised if a stage fails while it is
     pending (the stage may have failed on what it rejects)."""
-    with row_projections(staged.spark, interpreted=staged.plan.small), ThreadPoolExecutor(1) as checker:
+    with row_projections(staged.spark, interpreted=staged.plan.interpreted), ThreadPoolExecutor(1) as checker:
         checks: list[Future] = []
         try:
             for stage in STAGES:

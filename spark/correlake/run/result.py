@@ -25,6 +25,7 @@ class RunResult:
     new_workflow_events: int = 0
     accepted: dict = field(default_factory=dict)  # stream -> its lines that went to bronze (replays included)
     touched_groups: int = 0
+    path: str | None = None  # where the engine ran: `small` (the driver process) or `spark` (config.RUN_PATHS)
     correlations: int = 0
     outbox_events: int = 0  # the events the run adds to delivery/outbox
     outbox_backfilled: bool = False  # the lake had no outbox: its events are every gold correlation's
@@ -108,7 +109,7 @@ class RunResult:
     def runs_row(self) -> tuple:
         """The run's row of `_meta/runs` (times in epoch millis)."""
         summary = json.dumps({"quarantined": self.quarantined, "not_read": self.not_read, "timings": self.timings,
-                              "touched_groups": self.touched_groups, "replays": self.replays,
+                              "touched_groups": self.touched_groups, "path": self.path, "replays": self.replays,
                               "rebuild": self.rebuild, "as_of_before": self.as_of_before,
                               "outbox_events": self.outbox_events})
         return (self.run_id, self.started_at, int(time.time() * 1000), self.files, self.records_read,

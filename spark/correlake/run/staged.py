@@ -18,7 +18,7 @@ from functools import cached_property
 from pyspark.sql import DataFrame, SparkSession
 
 from correlake.caches import history_keys
-from correlake.config import TABLES, default_max_quarantine_ratio, table_path
+from correlake.config import TABLES, default_max_quarantine_ratio, run_path, table_path
 from correlake.contract.schemas import SCOPE
 from correlake.errors import CorrelakeError
 from correlake.lake import as_of as lake_as_of
@@ -70,11 +70,11 @@ class StagedRun:
     @classmethod
     def prepare(cls, spark: SparkSession, landing: str | None, lake_dir: str, store_for: Callable,
                 as_of: int | None = None, max_quarantine_ratio: float | None = None, rebuild: bool = False,
-                dry_run: bool = False) -> StagedRun | RunResult:
+                dry_run: bool = False, path: str | None = None) -> StagedRun | RunResult:
         """Plan a run over the landing's new files (or, to rebuild, over bronze alone), its
-        frames in `store_for(run_id)`. With nothing new, a `nothing_new` result is returned,
-        after re-evaluating the statuses if `as_of` moved (a dry run only says it would).
-        The caller holds the lake's lock."""
+        frames in `store_for(run_id)`, on `path` (config.RUN_PATHS; None: CORRELAKE_RUN_PATH).
+        With nothing new, a `nothing_new` result is returned, after re-evaluating the statuses
+        if `as_of` moved (a dry run only says it would). The caller holds the lake's lock."""
         rolled_back = rollback(spark, lake_dir)
         run_id = new_run_id()
         migrated = not dry_run and lake_as_of.migrate(spark, lake_dir, f"{run_id}-migration")
@@ -87,7 +87,7 @@ class StagedRun:
         ratio = default_max_quarantine_ratio() if max_quarantine_ratio is None else max_quarantine_ratio
         plan = Plan(run_id, files, {name: tables.version(table_path(lake_dir, name)) for name in TABLES}, ratio,
                     last, RunResult(run_id, files=len(files), as_of=as_of, rebuild=rebuild, rolled_back=rolled_back,
-                                    migrated=migrated), meta.records_read(lake_dir))
+                                    migrated=migrated), meta.records_read(lake_dir), path or run_path())
         staged = cls(spark, lake_dir, plan, store_for(run_id))
         staged.store.save_plan(plan)
         return staged
@@ -122,7 +122,7 @@ class StagedRun:
     def _timed(self, label: str, work: Callable[[], None]) -> None:
         start = time.perf_counter()
         try:
-            with row_projections(self.spark, interpreted=self.plan.small):
+            with row_projections(self.spark, interpreted=self.plan.interpreted):
                 work()
         finally:
             self.result.timings[label] = round(time.perf_counter() - start, 2)

@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from correlake.caches import history_keys
-from correlake.config import GOLD_TABLES, STAGE_NAMES, STREAMS
+from correlake.config import GOLD_TABLES, SMALL_RUN_MAX_RECORDS, STAGE_NAMES, STREAMS
 from correlake.contract.schemas import SCOPE
 from correlake.quality import rules
 from correlake.quality.gates import GateFailed
@@ -90,7 +90,11 @@ def _gold(run: StagedRun) -> None:
     labelled = run.frame("silver_messages").join(touched.select(*SCOPE, "label"), SCOPE)
     engine_in = gold.engine_input(labelled, run.frame("routed"))
     deployments = gold.deployments_by_tenant(run.frame("silver_deployments"))
-    engine_out = gold.run_engine(engine_in, deployments).localCheckpoint()
+    engine_out = None if run.plan.path == "spark" else gold.run_engine_in_driver(
+        engine_in, deployments, None if run.plan.path == "small" else SMALL_RUN_MAX_RECORDS)
+    run.result.path = "spark" if engine_out is None else "small"
+    if engine_out is None:
+        engine_out = gold.run_engine(engine_in, deployments).localCheckpoint()
     tables = gold.gold_tables(engine_out, run.frame("silver_messages"), run.result.as_of)
     for name in GOLD_TABLES:
         run.store.put(name, tables[name])

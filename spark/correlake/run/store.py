@@ -32,9 +32,10 @@ class Plan:
     last_event_time: int | None
     result: RunResult
     history_records: int = 0  # the records the lake's runs read before this one
+    path: str = "auto"  # the run's path (config.RUN_PATHS): `auto` lets its size decide
 
     @property
-    def small(self) -> bool:
+    def interpreted(self) -> bool:
         """Few new records (at most INTERPRETED_MAX_BYTES of JSON) on a small lake (at most
         INTERPRETED_MAX_HISTORY records), and not a rebuild."""
         return (not self.result.rebuild and self.history_records <= INTERPRETED_MAX_HISTORY
@@ -63,7 +64,7 @@ class Plan:
                              f"{sorted(raw['versions'])}); it cannot be published: start a new run")
         return cls(raw["run_id"], [LandingFile(**f) for f in raw["files"]], raw["versions"],
                    raw["max_quarantine_ratio"], raw["last_event_time"], RunResult(**raw["result"]),
-                   raw.get("history_records", 0))
+                   raw.get("history_records", 0), raw.get("path", "auto"))
 
 
 class MemoryStore:

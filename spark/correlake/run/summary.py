@@ -45,7 +45,8 @@ def _summary(result) -> str:
     lines += [
         f"  silver   new messages {result.new_messages}, new workflow events {result.new_workflow_events}, "
         f"key groups recomputed {result.touched_groups}",
-        f"  gold     correlations (recomputed groups) {result.correlations}, as_of {_iso(result.as_of)}",
+        f"  gold     correlations (recomputed groups) {result.correlations}, as_of {_iso(result.as_of)}"
+        + (f", path {result.path}" if result.path else ""),
         f"  outbox   new events {result.outbox_events}" + (
             " (the lake's first outbox: an event for every gold correlation)" if result.outbox_backfilled else ""),
         "  timings  " + ", ".join(f"{stage} {secs:.1f}s" for stage, secs in result.timings.items()),

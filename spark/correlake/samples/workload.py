@@ -79,3 +79,22 @@ def generate(landing: Path, messages: int, events: int, skew: str, seed: int = 1
         for f in range(files):
             with open(folder / f"part-{f}.jsonl", "w") as out:
                 out.writelines(json.dumps(r) + "\n" for r in rows[f::files])
+
+
+def micro_batch(landing: Path, pairs: int, first_position: int, start_ms: int, tag: str) -> None:
+    """A micro-batch as a continuous producer lands it: `pairs` catch subscriptions opened on
+    keys of their own, and a message for each a second later (`pairs` correlations), one
+    file per stream, named by `tag`."""
+    events, messages = [], []
+    for i in range(pairs):
+        key, eik = f"{tag}-k{i}", f"{tag}-e{i}"
+        events.append({"position": first_position + 2 * i, "type": SUBSCRIPTION_OPENED, "timestamp": start_ms + i,
+                       "bpmn_process_id": "order", "process_instance_key": f"p{eik}", "element_instance_key": eik,
+                       "element_type": INTERMEDIATE_CATCH_EVENT, "message_name": "pay", "correlation_key": key,
+                       "interrupting": True})
+        messages.append({"position": first_position + 2 * i + 1, "name": "pay", "correlation_key": key,
+                         "published_at": start_ms + 1000 + i, "ttl_ms": 60_000})
+    for stream, rows in (("messages", messages), ("workflow_events", events)):
+        folder = landing / stream
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{tag}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))

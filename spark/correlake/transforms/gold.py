@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from itertools import groupby
+
+import pyarrow as pa
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from correlake.contract.schemas import ENGINE_OUT, GOLD, as_timestamps
 from correlake.lake.sqlfiles import message_status
@@ -52,10 +56,10 @@ def deployments_by_tenant(deployments: DataFrame) -> dict[str, list[dict]]:
     return by_tenant
 
 
-def run_engine(events: DataFrame, deployments: dict[str, list[dict]]) -> DataFrame:
-    """Correlate every partition; rows of ENGINE_OUT (one struct set per row)."""
+def _per_partition(deployments: dict[str, list[dict]]):
+    """The engine over one partition's sorted rows, as ENGINE_OUT rows (one struct set per row)."""
 
-    def per_partition(_, rows):
+    def correlate(_, rows):
         tenant = rows[0]["tenant_id"]
         out = correlate_partition(tenant, rows, deployments.get(tenant, []))
         for row in out["correlations"]:
@@ -65,7 +69,33 @@ def run_engine(events: DataFrame, deployments: dict[str, list[dict]]) -> DataFra
         for row in out["message_started_instances"]:
             yield {"instance": row}
 
-    return sequential_pass(events, "_part", list(order.SORT_COLUMNS), ENGINE_OUT, per_partition)
+    return correlate
+
+
+def run_engine(events: DataFrame, deployments: dict[str, list[dict]]) -> DataFrame:
+    """Correlate every partition in Spark's Python workers; rows of ENGINE_OUT."""
+    return sequential_pass(events, "_part", list(order.SORT_COLUMNS), ENGINE_OUT, _per_partition(deployments))
+
+
+def run_engine_in_driver(events: DataFrame, deployments: dict[str, list[dict]], max_records: int | None
+                         ) -> DataFrame | None:
+    """`run_engine` with the engine in this process, for a run whose engine records are few:
+    at most `max_records` of them (None: any number) are fetched (one Spark job), sorted and
+    correlated here, and the rows come back as a local frame (no Spark task reads them).
+    None if there are more: the caller runs the engine on Spark."""
+    fetched = (events if max_records is None else events.limit(max_records + 1)).toArrow()
+    if max_records is not None and fetched.num_rows > max_records:
+        return None
+    out = engine_rows(fetched.to_pylist(), deployments)
+    return events.sparkSession.createDataFrame(
+        pa.Table.from_pylist(out, schema=to_arrow_schema(ENGINE_OUT)), ENGINE_OUT)
+
+
+def engine_rows(records: list[dict], deployments: dict[str, list[dict]]) -> list[dict]:
+    """ENGINE_OUT rows of engine `records` (any order), each partition sorted as Spark sorts it."""
+    correlate = _per_partition(deployments)
+    records.sort(key=lambda r: (r["_part"], *(r[c] for c in order.SORT_COLUMNS)))
+    return [out for part, rows in groupby(records, key=lambda r: r["_part"]) for out in correlate(part, list(rows))]
 
 
 def gold_tables(engine_out: DataFrame, silver_messages: DataFrame, as_of_millis: int) -> dict[str, DataFrame]:

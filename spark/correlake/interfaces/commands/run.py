@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from correlake.config import MAX_QUARANTINE_RATIO, absolute
+from correlake.config import MAX_QUARANTINE_RATIO, absolute, run_path
 from correlake.errors import EXIT_GATE, EXIT_OK
 from correlake.interfaces import options
 from correlake.lake import preflight
@@ -50,7 +50,8 @@ def execute(landing: str | None, lake: str, as_of: int | None = None, max_quaran
         from correlake.run import pipeline
         try:
             result = client.call(pipeline.run, landing, lake, as_of=as_of, max_quarantine_ratio=max_quarantine_ratio,
-                                 wait_seconds=wait, rebuild=landing is None, dry_run=dry_run)
+                                 wait_seconds=wait, rebuild=landing is None, dry_run=dry_run,
+                                 path=run_path())  # the caller's setting, not the driver's
         except GateFailed as exc:
             print(f"correlake: FAILED — {exc}", file=sys.stderr)
             print("Gold was left as it was; nothing of this run was kept.", file=sys.stderr)
