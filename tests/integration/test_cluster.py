@@ -5,8 +5,8 @@ A long-lived driver (`correlake serve`) runs with CORRELAKE_SPARK_MASTER=spark:/
 `correlake run` processes call it. Its executors' Python has the dependencies but not
 correlake: the package reaches them only as the driver sends it (session.ship_package),
 and the Delta JARs as `spark.jars`. Both executors run tasks, the mapInArrow passes'
-Python among them; the runs give the gold of a local[*] run of the same landing, and
-over a generated landing that grows between two runs, the reference model's gold.
+Python among them; over a generated landing that grows between two runs, the runs give
+the reference model's gold.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from support.cluster import private_env, python_without_correlake
 from support.generators import SEED, START_EVENTS, combine, generate_cases, shuffled_chunks
-from support.helpers import assert_gold_equals, read_gold, sorted_gold, write_landing
+from support.helpers import assert_gold_equals, read_gold, write_landing
 from support.reference_model import reference
 
 from correlake.driver import launch
@@ -53,10 +53,10 @@ def cluster_driver(spark_cluster, tmp_path_factory):
 
 
 def run_on(socket: Path, landing: Path, lake: Path) -> str:
-    """`correlake run` on the driver of `socket`: its output."""
+    """`correlake run` on the driver of `socket`, on Spark's path: its output."""
     done = subprocess.run([CORRELAKE, "run", "--landing", str(landing), "--lake", str(lake)],
-                          env={**os.environ, "CORRELAKE_DRIVER": str(socket)}, capture_output=True, text=True,
-                          timeout=600)
+                          env={**os.environ, "CORRELAKE_DRIVER": str(socket), "CORRELAKE_RUN_PATH": "spark"},
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout
 
@@ -71,24 +71,18 @@ def executor_logs(cluster, app: str) -> list[str]:
     return logs
 
 
-def test_a_run_on_the_cluster_gives_the_gold_of_a_local_run(spark, cluster_driver, small_demo, small_demo_gold,
-                                                           tmp_path):
-    socket, cluster, app = cluster_driver
-    out = run_on(socket, small_demo[0], tmp_path / "lake")
-    assert "bronze   files 7" in out, out
-    assert sorted_gold(spark, str(tmp_path / "lake")) == small_demo_gold
-    logs = executor_logs(cluster, app)
-    assert all("Finished task" in log for log in logs), cluster.log_tail()  # both executors worked
-    # the Python of the mapInArrow passes (landing lines parsed) ran there, from the zip
-    assert any("MapInBatchEvaluator" in log and "Starting Python task" in log for log in logs)
-
-
 def test_runs_on_the_cluster_of_a_growing_landing_give_the_reference_gold(spark, cluster_driver, tmp_path):
+    """On Spark's path, forced (the runs are small): the engine runs in the executors' Python."""
     socket, cluster, app = cluster_driver
     messages, events = combine(generate_cases(30) + generate_cases(10, START_EVENTS))
     landing, lake = tmp_path / "landing", tmp_path / "lake"
     chunks = shuffled_chunks(messages, events, random.Random(SEED), 2)
     for n, (chunk_messages, chunk_events) in enumerate(chunks):  # a second run reads the files added since
         write_landing(landing, chunk_messages, chunk_events, name=f"part{n}")
-        assert "bronze   files 2," in run_on(socket, landing, lake)
+        out = run_on(socket, landing, lake)
+        assert "bronze   files 2," in out and "path spark" in out, out
     assert_gold_equals(read_gold(spark, str(lake)), reference(messages, events))
+    logs = executor_logs(cluster, app)
+    assert all("Finished task" in log for log in logs), cluster.log_tail()  # both executors worked
+    # the Python of the mapInArrow passes (landing lines parsed, the engine) ran there, from the zip
+    assert any("MapInBatchEvaluator" in log and "Starting Python task" in log for log in logs)

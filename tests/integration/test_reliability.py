@@ -30,7 +30,7 @@ from correlake.run.staged import LakeMoved
 from correlake.run.store import staged_runs_dir
 from correlake.transforms import scope as key_scope
 
-CRASH_POINTS = ("bronze", "silver", "merge")
+CRASH_POINTS = ("silver", "merge")
 HERE = Path(__file__).parents[1] / "support"  # where crash_child.py is
 
 
@@ -69,7 +69,7 @@ def snapshot(spark, lake_dir: str) -> dict:
 
 
 def test_a_run_killed_anywhere_is_rolled_back_and_the_next_run_converges(spark, world, tmp_path):
-    """Killed before publishing (bronze, silver), the lake is the one the reference's
+    """Killed before publishing (computing silver), the lake is the one the reference's
     second run started from, version for version; killed while publishing (a MERGE
     committed, others in flight), the next run rolls back and converges."""
     landing, base, _, reference = world
@@ -78,15 +78,13 @@ def test_a_run_killed_anywhere_is_rolled_back_and_the_next_run_converges(spark, 
     spawn = lambda point: subprocess.Popen(  # noqa: E731
         [sys.executable, "crash_child.py", str(landing), lakes[point], point],
         cwd=HERE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    procs = {point: spawn(point) for point in ("bronze", "merge")}  # two child JVMs at a time: one per core
-    outputs = {"bronze": procs["bronze"].communicate(timeout=600)[0]}
-    procs["silver"] = spawn("silver")  # on the core the bronze child, first to die, left
-    outputs.update({point: procs[point].communicate(timeout=600)[0] for point in ("merge", "silver")})
+    procs = {point: spawn(point) for point in CRASH_POINTS}  # two child JVMs: one per core
+    outputs = {point: procs[point].communicate(timeout=600)[0] for point in CRASH_POINTS}
     for point, proc in procs.items():
         assert proc.returncode == -9, f"{point}: expected a SIGKILL, got {proc.returncode}\n{outputs[point][-3000:]}"
     for point, lake_dir in lakes.items():
         assert (Path(lake_dir) / "_state" / "lock").exists(), point  # left behind by the dead process
-        if point in ("bronze", "silver"):  # no commit: every table is as it was
+        if point == "silver":  # no commit: every table is as it was
             assert versions(lake_dir) == before, point
             continue
         for name in TABLES:  # every table stays readable after a kill between commits

@@ -2,8 +2,8 @@
 
     python crash_child.py LANDING LAKE POINT
 
-POINT: bronze (while bronze is computed), silver (while key groups are computed),
-merge (after the first gold/silver MERGE has committed, others in flight).
+POINT: silver (while key groups are computed: before anything is written), merge
+(after the first gold/silver MERGE has committed, others in flight).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 
 from correlake.run import pipeline, staged
 from correlake.runtime.session import get_spark
-from correlake.transforms import bronze, scope
+from correlake.transforms import scope
 
 
 def die(*_, **__):
@@ -22,9 +22,7 @@ def die(*_, **__):
 
 
 def main(landing: str, lake_dir: str, point: str) -> None:
-    if point == "bronze":
-        bronze.line_counts = die
-    elif point == "silver":
+    if point == "silver":
         scope.grow_key_groups = die
     elif point == "merge":
         real = staged.restate
