@@ -289,7 +289,8 @@ def test_a_gate_checked_while_the_next_stage_fails_is_what_the_run_reports(spark
         raise RuntimeError("the engine broke on silver's rows")
 
     monkeypatch.setattr(rules, "silver_frames", failing_late)
-    monkeypatch.setattr(gold, "run_engine", engine_breaks)
+    monkeypatch.setattr(gold, "run_engine", engine_breaks)  # on either path
+    monkeypatch.setattr(gold, "run_engine_in_driver", engine_breaks)
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 1
     err = capsys.readouterr().err
     assert "data-quality gate 'silver' failed" in err and "engine broke" not in err
