@@ -68,7 +68,8 @@ class Watch:
         self.failed_on = frozenset()
         self._line(f"run {result.run_id or '(statuses)'}: {result.records_read} records "
                    f"({result.quarantined_total} quarantined), {result.correlations} correlations, "
-                   f"{result.outbox_events} events to deliver, {time.perf_counter() - started:.1f} s")
+                   f"{result.outbox_events} events to deliver, {time.perf_counter() - started:.1f} s"
+                   + (f" (path {result.path})" if result.path else ""))
         return result
 
     def pass_step(self) -> PassResult | None:
