@@ -24,8 +24,7 @@ Environment variables:
   CORRELAKE_WEBHOOK_SECRET  the webhook sink's HMAC-SHA256 key (never printed nor logged)
   CORRELAKE_ALLOWED_ROOT    the folders (absolute, ':'-separated) the Airflow DAGs' landing and
                             lake (their Variables) must be in (default: CORRELAKE_HOME)
-  CORRELAKE_RUN_PATH        `auto` (default: a run's size picks the small-run path or Spark's),
-                            `small` or `spark` to force one (docs/design.md#the-small-run-path)
+  CORRELAKE_RUN_PATH        `auto` (default: a run's size decides), `small` or `spark` (design.md)
   CORRELAKE_DELIVERY_DELAY  seconds a correlation waits, after its time, before a run puts
                             its event in the outbox (default 0; for lakes that expect late data)
 
@@ -57,11 +56,8 @@ CANCEL_SECONDS = 30  # an interrupted run waits this long at most for Spark's jo
 # evaluate its row projections rather than generate code for them (session.row_projections)
 INTERPRETED_MAX_BYTES = 4 * 2**20
 INTERPRETED_MAX_HISTORY = 20_000
-# The small-run path (docs/design.md#the-small-run-path): a run whose touched key groups hold
-# at most this many engine records runs the engine in the driver process; CORRELAKE_RUN_PATH
-# forces a path (`small`, `spark`; default `auto`: the size decides).
-SMALL_RUN_MAX_RECORDS = 20_000
-RUN_PATHS = ("auto", "small", "spark")
+SMALL_RUN_MAX_RECORDS = 20_000  # engine records of a run on the small-run path (docs/design.md)
+RUN_PATHS = ("auto", "small", "spark")  # CORRELAKE_RUN_PATH; `auto`: the run's size decides
 GZIP_RATIO = 10  # a gzip file's JSON, estimated from its size
 # A run whose new landing files hold at most this much JSON checks each gate beside the next
 # stage (run/pipeline.py); a larger one, or a rebuild, gives each its cores (measured: 1k + 1k
@@ -248,8 +244,7 @@ def allowed_uris() -> list[str]:
 
 def run_path() -> str:
     """CORRELAKE_RUN_PATH: `auto` (default), or the path every run takes, `small` or `spark`."""
-    path = _env("CORRELAKE_RUN_PATH", "auto")
-    if path not in RUN_PATHS:
+    if (path := _env("CORRELAKE_RUN_PATH", "auto")) not in RUN_PATHS:
         raise ConfigError(f"CORRELAKE_RUN_PATH: {path!r} is not one of {', '.join(RUN_PATHS)}")
     return path
 
