@@ -88,3 +88,14 @@ def test_a_kept_driver_started_for_another_set_up_stops_the_one_before(drivers_h
     monkeypatch.setattr(kept, "spawn", spawn)
     kept.start(folder / "this-set-up.sock")
     assert spawned == [folder / "this-set-up.sock"] and before.wait(30) == 0
+
+
+def test_the_run_path_is_a_calls_setting_not_a_set_up_of_its_own(drivers_home, monkeypatch):
+    folder, _ = drivers_home
+    monkeypatch.delenv("CORRELAKE_RUN_PATH", raising=False)
+    socket = kept._socket(folder)
+    for path in ("small", "spark"):  # each `correlake run` passes it (interfaces/commands/run.py)
+        monkeypatch.setenv("CORRELAKE_RUN_PATH", path)
+        assert kept._socket(folder) == socket
+    monkeypatch.setenv("CORRELAKE_SHUFFLE_PARTITIONS", "7")
+    assert kept._socket(folder) != socket

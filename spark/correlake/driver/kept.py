@@ -33,6 +33,7 @@ from correlake.driver.launch import serves_calls, spawn
 from correlake.driver.protocol import READY, new_secret, serving
 
 SETUP_PREFIXES = ("CORRELAKE_", "SPARK_", "PYSPARK_", "JAVA_", "HADOOP_", "AWS_", "PYTHON")
+PER_CALL = ("CORRELAKE_RUN_PATH",)  # settings each call carries (interfaces/commands/run.py): not the driver's
 STOP_SECONDS = 60.0  # how long `stop` waits for a kept driver to be gone
 
 
@@ -64,7 +65,8 @@ def _salt(folder: Path) -> bytes:
 
 
 def _socket(folder: Path) -> Path:
-    setup = sorted((name, value) for name, value in os.environ.items() if name.startswith(SETUP_PREFIXES))
+    setup = sorted((name, value) for name, value in os.environ.items()
+                   if name.startswith(SETUP_PREFIXES) and name not in PER_CALL)
     digest = hashlib.blake2b(repr((sys.executable, setup, code_version())).encode(), key=_salt(folder),
                              digest_size=8)
     return folder / f"{digest.hexdigest()}.sock"
