@@ -45,18 +45,16 @@ def last_job_id(spark) -> int:
 
 def run_once(spark, via: str, path: str, landing: Path, lake: Path) -> dict:
     """One run of `landing` into `lake` on `path`; its seconds, stage timings, path taken and jobs."""
-    env_path = {"CORRELAKE_RUN_PATH": path}
     if via == "process":
         from correlake.run import pipeline
 
-        os.environ.update(env_path)
         before, start = last_job_id(spark), time.perf_counter()
-        result = pipeline.run(spark, str(landing), str(lake), max_quarantine_ratio=1.0)
+        result = pipeline.run(spark, str(landing), str(lake), max_quarantine_ratio=1.0, path=path)
         return {"total_s": round(time.perf_counter() - start, 2), "path": result.path,
                 "jobs": last_job_id(spark) - before, "correlations": result.correlations, **result.timings}
     start = time.perf_counter()
     done = subprocess.run([CORRELAKE, "run", "--landing", str(landing), "--lake", str(lake),
-                           "--max-quarantine-ratio", "1"], env={**os.environ, **env_path},
+                           "--max-quarantine-ratio", "1"], env={**os.environ, "CORRELAKE_RUN_PATH": path},
                           capture_output=True, text=True, check=True)
     total = round(time.perf_counter() - start, 2)
     timings = re.search(r"timings +(.*)", done.stdout).group(1)

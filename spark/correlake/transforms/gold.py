@@ -94,7 +94,7 @@ def run_engine_in_driver(events: DataFrame, deployments: dict[str, list[dict]], 
 def engine_rows(records: list[dict], deployments: dict[str, list[dict]]) -> list[dict]:
     """ENGINE_OUT rows of engine `records` (any order), each partition sorted as Spark sorts it."""
     correlate = _per_partition(deployments)
-    records.sort(key=lambda r: (r["_part"], *(r[c] for c in order.SORT_COLUMNS)))
+    records.sort(key=lambda r: (r["_part"], order.record_sort_key(r)))
     return [out for part, rows in groupby(records, key=lambda r: r["_part"]) for out in correlate(part, list(rows))]
 
 
