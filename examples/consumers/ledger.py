@@ -16,7 +16,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS processed (event_id TEXT PRIMARY KEY, processed_at TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS effects (
   applied INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL, kind TEXT, tenant_id TEXT,
-  correlation_key TEXT, sequence INTEGER, process_instance_key TEXT, body TEXT NOT NULL);
+  correlation_key TEXT, ordering_key TEXT, sequence INTEGER, process_instance_key TEXT, body TEXT NOT NULL);
 """
 
 
@@ -34,10 +34,10 @@ def open_ledger(path: str | Path, synchronous: str = "FULL") -> sqlite3.Connecti
 
 def record_effect(conn: sqlite3.Connection, event: dict, body: bytes) -> None:
     """The default effect: one row per applied event."""
-    conn.execute("INSERT INTO effects (event_id, kind, tenant_id, correlation_key, sequence, process_instance_key,"
-                 " body) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    conn.execute("INSERT INTO effects (event_id, kind, tenant_id, correlation_key, ordering_key, sequence,"
+                 " process_instance_key, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                  (event["event_id"], event.get("kind"), event.get("tenant_id"), event.get("correlation_key"),
-                  event.get("sequence"), event.get("process_instance_key"), body.decode()))
+                  event.get("ordering_key"), event.get("sequence"), event.get("process_instance_key"), body.decode()))
 
 
 def parse_event(body: bytes) -> dict:

@@ -6,7 +6,7 @@ idempotent example consumer (examples/consumers/) holds every event exactly once
 The last tests run `correlake deliver --sink rabbitmq` passes over an outbox written with
 delta-rs (no Spark): the broker killed mid-pass, and a change of the partition count.
 
-Order is per ordering key (tenant_id, correlation_key): every workload has two tenants on
+Order is per ordering key (tenant_id, ordering_key): every workload has two tenants on
 the same correlation keys, one's events of a key queued after the other's, so that an
 order check by correlation key alone fails on it (each check asserts that it would).
 Consumers stop once they applied the events expected, or fail the test after a timeout."""
@@ -49,10 +49,11 @@ WAIT = 300  # seconds a consumer may take to get what it expects before the test
 def event(key: str, sequence: int, partitions: int = PARTITIONS, *, size: int = 0, tenant: str = "t1") -> Event:
     partition = partition_of(tenant, key, partitions)
     event_id = f"{tenant}/{key}/{sequence}"
-    body = json.dumps({"event_id": event_id, "kind": CORRELATED, "sequence": sequence, "partition": partition,
+    body = json.dumps({"event_id": event_id, "kind": CORRELATED, "ordering_key": key, "sequence": sequence,
+                       "partition": partition,
                        "tenant_id": tenant, "correlation_key": key, "message_key": sequence,
                        "process_instance_key": f"pi-{key}", "pad": "x" * size}).encode()
-    return Event(event_id, CORRELATED, tenant, key, sequence, sequence, partition, body)
+    return Event(event_id, CORRELATED, tenant, key, key, sequence, sequence, partition, body)
 
 
 def rounds(keys: int, sequences: int) -> list[list[Event]]:
@@ -68,7 +69,7 @@ class Lines:
     def __init__(self, events: list[Event]):
         self.waiting: dict[tuple[str, str], list[Event]] = {}
         for e in sorted(events, key=lambda e: e.sequence):
-            self.waiting.setdefault((e.tenant_id, e.correlation_key), []).append(e)
+            self.waiting.setdefault((e.tenant_id, e.ordering_key), []).append(e)
 
     def heads(self) -> list[Event]:
         return [line[0] for line in self.waiting.values()]
@@ -77,7 +78,7 @@ class Lines:
         heads = self.heads()
         sent = list(zip(heads, sink.send(heads)))
         for head, outcome in sent:
-            key = (head.tenant_id, head.correlation_key)
+            key = (head.tenant_id, head.ordering_key)
             if outcome.verdict == ACK:
                 self.waiting[key].pop(0)
                 if not self.waiting[key]:
@@ -148,7 +149,7 @@ def get_all(url: str, queue: str, count: int) -> list[tuple[pika.BasicProperties
 
 def effects(ledger) -> list[tuple[str, str, str, int]]:
     with sqlite3.connect(ledger) as conn:
-        return conn.execute("SELECT event_id, tenant_id, correlation_key, sequence FROM effects "
+        return conn.execute("SELECT event_id, tenant_id, ordering_key, sequence FROM effects "
                             "ORDER BY applied").fetchall()
 
 
@@ -204,8 +205,8 @@ def test_events_arrive_with_the_contracts_properties_in_order(broker, sink):
             assert (body, e.partition) == (e.body, partition)
             assert (properties.content_type, properties.delivery_mode) == ("application/json", 2)
             assert properties.headers == {"tenant_id": e.tenant_id, "correlation_key": e.correlation_key,
-                                          "sequence": e.sequence, "kind": e.kind}
-            rows.append((e.tenant_id, e.correlation_key, e.sequence))
+                                          "ordering_key": e.ordering_key, "sequence": e.sequence, "kind": e.kind}
+            rows.append((e.tenant_id, e.ordering_key, e.sequence))
         assert not_in_sequence(rows) == {}  # each ordering key's 1, 2, 3 in order within the partition
         alone |= not_in_sequence(by_key_alone(rows))
     assert received == len(flat)
@@ -323,7 +324,7 @@ def test_broker_killed_mid_send_then_restarted(broker, sink, tmp_path, monkeypat
     in_flight = [e for e, o in second if o.detail.startswith("not confirmed")]
     # many keys' events in flight when the broker died (2000, the window, when measured)
     assert len(in_flight) >= 500, len(in_flight)
-    behind = sum(len(lines.waiting[(e.tenant_id, e.correlation_key)]) > 1 for e in in_flight)
+    behind = sum(len(lines.waiting[(e.tenant_id, e.ordering_key)]) > 1 for e in in_flight)
     assert behind >= 100, behind  # and behind many, the key's later events (1000 when measured)
     assert {o.verdict for o in sink.send(lines.heads()[:10])} == {RETRY}  # still down: RETRY, no exception
     broker.restart()
@@ -401,8 +402,8 @@ def delivery_statuses(lake: str) -> Counter:
 
 def outbox_events(rows: list[dict]) -> list[Event]:
     """Outbox rows as events (what `assert_exactly_once_in_order` reads of them: their ids)."""
-    return [Event(r["event_id"], r["kind"], r["tenant_id"], r["correlation_key"], r["message_key"], r["sequence"],
-                  r["partition"], r["payload"].encode()) for r in rows]
+    return [Event(r["event_id"], r["kind"], r["tenant_id"], r["correlation_key"], r["ordering_key"], r["message_key"],
+                  r["sequence"], r["partition"], r["payload"].encode()) for r in rows]
 
 
 @pytest.mark.kills_broker

@@ -2,9 +2,10 @@
 ordering key, retries, group cancellation, timeouts, expiry, requeue, the lock, the
 signature, a killed pass. No Spark but in the last test: the outbox is written with delta-rs.
 
-Order is per ordering key (tenant_id, correlation_key): tenant t2 has events of one of the
+Order is per ordering key (tenant_id, ordering_key): tenant t2 has events of one of the
 default tenant's correlation keys, and the order checks assert that, by correlation key
-alone, the same requests would fail them."""
+alone, the same requests would fail them; and two messages of t2 with an empty correlation
+key, each its own line (`#<message_key>`, contract revision 3)."""
 
 from __future__ import annotations
 
@@ -37,11 +38,11 @@ SHARED = "order-0"  # the correlation key of both tenants' events
 def _rows() -> list[dict]:
     rows = [event(TENANT, f"order-{k}", s, GROUP if (k, s) == (2, 2) else k * 10 + s)
             for k in range(6) for s in (1, 2, 3)]
-    return rows + [event("t2", SHARED, s, 100 + s) for s in (1, 2)]
+    return rows + [event("t2", SHARED, s, 100 + s) for s in (1, 2)] + [event("t2", "", 1, m) for m in (200, 201)]
 
 
 ROWS = _rows()
-EVENT = {(r["tenant_id"], r["correlation_key"], r["sequence"]): r["event_id"] for r in ROWS}
+EVENT = {(r["tenant_id"], r["ordering_key"], r["sequence"]): r["event_id"] for r in ROWS}
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +110,8 @@ def test_every_event_acknowledged_once_in_key_order(lake, receiver, capsys):
     assert f"ACKED {len(ROWS)}, AWAITED 0" in out
     for headers, body in receiver.headers:  # routed by this pass's 3 partitions, not the outbox's 8
         sent = json.loads(body)
-        assert sent["partition"] == partition_of(sent["tenant_id"], sent["correlation_key"], 3)
+        assert sent["partition"] == partition_of(sent["tenant_id"], sent["ordering_key"], 3)
+        assert sent["ordering_key"] == (sent["correlation_key"] or f"#{sent['message_key']}")
         assert headers["Idempotency-Key"] == sent["event_id"] and headers["Content-Type"] == "application/json"
         assert "X-Correlake-Signature" not in headers
     assert deliver(lake, receiver)[0] == 0 and len(receiver.requests) == len(ROWS)  # nothing due: nothing sent
@@ -337,7 +339,7 @@ def test_a_pass_to_a_url_where_nothing_listens_names_the_cause_and_counts_events
                      "--max-seconds", "1", *FAST_RETRY])
     out = capsys.readouterr().out
     waiting = statuses(lake)["AWAITED"]
-    heads = len({(r["tenant_id"], r["correlation_key"]) for r in ROWS})  # each key's first event, tried again and again
+    heads = len({(r["tenant_id"], r["ordering_key"]) for r in ROWS})  # each key's first event, tried again and again
     assert code == 0 and waiting == heads
     assert f"this pass: {heads} events sent in " in out and "0 acknowledged" in out
     assert f"last error: connection refused; {heads} events wait for a retry" in out

@@ -9,13 +9,17 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import pytest
+from pyspark.sql import Window
 from pyspark.sql import functions as F
+from support.delivery_helpers import Receiver
 from support.helpers import versions, write_landing
 
 from correlake.config import table_path
+from correlake.contract.ordering import ordering_key, ordering_key_column
 from correlake.contract.schemas import CORRELATION, OUTBOX
 from correlake.delivery.events import partition_of
 from correlake.interfaces import cli
+from correlake.lake import journal
 from correlake.run.outbox import new_events
 from correlake.transforms.outbox import due_keys, outbox_events, partition
 
@@ -33,7 +37,7 @@ def events(spark, correlations: list[tuple], history: list[dict], run_id: str = 
     gold = spark.createDataFrame(correlations, CORRELATION)
     past = spark.createDataFrame([tuple(e[f] for f in OUTBOX.fieldNames()) for e in history], OUTBOX)
     rows = outbox_events(gold, past, run_id, PARTITIONS, due_until).collect()
-    return sorted((r.asDict() for r in rows), key=lambda e: (e["tenant_id"], e["correlation_key"], e["sequence"]))
+    return sorted((r.asDict() for r in rows), key=lambda e: (e["tenant_id"], e["ordering_key"], e["sequence"]))
 
 
 @pytest.fixture(scope="module")
@@ -50,9 +54,10 @@ def test_a_new_key_gets_one_correlated_event_per_correlation(first):
 
 def test_the_payload_is_the_event_and_the_correlation_as_json(first):
     payload = json.loads(first[0]["payload"])
-    assert list(payload) == ["event_id", "kind", "sequence", "partition", *CORRELATION.fieldNames()]
-    assert {k: payload[k] for k in ("event_id", "kind", "sequence", "partition")} == {
-        k: first[0][k] for k in ("event_id", "kind", "sequence", "partition")}
+    head = ("event_id", "kind", "ordering_key", "sequence", "partition")
+    assert list(payload) == [*head, *CORRELATION.fieldNames()]
+    assert {k: payload[k] for k in head} == {k: first[0][k] for k in head}
+    assert payload["ordering_key"] == "k1"
     assert payload["correlated_at"] == "2026-01-01T12:00:00.250Z"
     assert payload["message_published_at"] == "2026-01-01T11:59:59.250Z"
     assert payload["variables"] == {"b": [1, {"c": None}], "a": "é"}
@@ -99,6 +104,49 @@ def test_held_back_correlations_wait_for_their_time(spark):
     gold = spark.createDataFrame(rows, CORRELATION)
     assert [tuple(r) for r in due_keys(gold, int(T0.timestamp() * 1000), int(late.timestamp() * 1000)).collect()] == [
         ("t", "k1")]
+
+
+def test_each_empty_key_message_is_a_line_of_its_own_which_a_key_that_reads_the_same_shares(spark):
+    """Revision 3: an empty key's events are ordered by `#<message_key>`, not in one line per tenant."""
+    rows = events(spark, [correlation(7, key=""), correlation(8, key=""), correlation(9, key="#7", element="e2")], [])
+    assert [(e["correlation_key"], e["ordering_key"], e["message_key"], e["sequence"]) for e in
+            sorted(rows, key=lambda e: e["message_key"])] == [("", "#7", 7, 1), ("", "#8", 8, 1), ("#7", "#7", 9, 2)]
+    assert all(e["partition"] == partition_of("t", e["ordering_key"], PARTITIONS) for e in rows)
+    assert {json.loads(e["payload"])["ordering_key"] for e in rows} == {"#7", "#8"}
+
+
+def test_an_event_written_before_revision_3_keeps_its_sequence_and_its_line_goes_on_after_it(spark):
+    """A pre-revision-3 event of an empty key: numbered in its tenant's one line (here 5),
+    no ordering_key in its payload. Retracted, the retraction follows it in `#<message_key>`."""
+    [new] = events(spark, [correlation(7, key="")], [])
+    old = new | {"sequence": 5, "ordering_key": None,
+                 "payload": json.dumps({k: v for k, v in json.loads(new["payload"]).items() if k != "ordering_key"})}
+    [gone] = events(spark, [], [old])
+    assert (gone["kind"], gone["ordering_key"], gone["sequence"]) == ("RETRACTED", "#7", 6)
+
+
+def test_a_run_renumbers_a_shared_line_with_every_key_on_it(spark, monkeypatch):
+    """`run/outbox.new_events`: a run whose scope holds one key of a line (the empty key, or
+    a key `#7`) is given the other key's correlations and events on it: its events follow
+    theirs, and theirs are not retracted."""
+    monkeypatch.setenv("CORRELAKE_DELIVERY_DELAY", "0")
+    empty, hashed = correlation(7, key=""), correlation(9, key="#7", element="e2")
+    for old, new in ((hashed, empty), (empty, hashed)):
+        [before] = events(spark, [old], [])
+        gold = spark.createDataFrame([old], CORRELATION)
+        outbox = spark.createDataFrame([tuple(before[f] for f in OUTBOX.fieldNames())], OUTBOX)
+        touched = spark.createDataFrame([("t", new[3])], "tenant_id string, correlation_key string")
+        rows, _ = new_events(spark, {"outbox": outbox, "correlations": gold}.get, "r", None, lambda: None,
+                             spark.createDataFrame([new], CORRELATION), touched)
+        assert [(r["kind"], r["ordering_key"], r["message_key"], r["sequence"]) for r in rows.collect()] == [
+            ("CORRELATED", "#7", new[0], 2)]
+
+
+def test_the_ordering_key_twins_agree(spark):
+    keys = [("", 7), ("", 0), ("k", 7), ("#7", 7), ("é ☃", 1 << 62)]
+    df = spark.createDataFrame(keys, "correlation_key string, message_key bigint")
+    got = df.select(ordering_key_column(F.col("correlation_key"), F.col("message_key"))).collect()
+    assert [r[0] for r in got] == [ordering_key(k, m) for k, m in keys] == ["#7", "#0", "k", "#7", "é ☃"]
 
 
 def test_the_partition_twins_agree(spark):
@@ -159,3 +207,57 @@ def test_a_delay_holds_a_correlation_back_until_a_run_whose_as_of_is_late_enough
     assert outbox() == [("CORRELATED", 1, 1)]
     before = versions(lake)
     assert cli.main(later) == 0 and versions(lake) == before
+
+
+def test_an_outbox_of_revision_2_is_migrated_by_the_first_run_and_delivered_before(spark, tmp_path, capsys):
+    """A lake whose outbox a version before revision 3 wrote (no ordering_key; a tenant's
+    empty-key events numbered in one line, routed by it): a pass before any new run already
+    sends each with its ordering key; the first run gives every event its ordering key and
+    keeps its id, sequence, partition and payload; an empty-key message after it starts a line
+    of its own; the same run again changes nothing."""
+    at = 1_767_225_600_000  # 2026-01-01T00:00:00Z
+    deployed = {"position": 1, "type": "PROCESS_DEPLOYED", "timestamp": at, "bpmn_process_id": "order",
+                "process_version": 1, "message_start_events": ["placed"]}
+    placed = lambda position: {"position": position, "name": "placed", "correlation_key": "",  # noqa: E731
+                               "published_at": at + position * 1000}
+    lake, landing = str(tmp_path / "lake"), tmp_path / "landing"
+    run = ["run", "--landing", str(landing), "--lake", lake]
+    write_landing(landing, [placed(2), placed(3)], [deployed], "first")
+    assert cli.main(run) == 0
+    path = table_path(lake, "outbox")
+    current = spark.read.format("delta").load(path)
+    line = F.row_number().over(Window.partitionBy("tenant_id", "correlation_key").orderBy("message_key"))
+    old = (current.drop("ordering_key").withColumn("sequence", line.cast("bigint"))
+           .withColumn("partition", partition(F.col("tenant_id"), F.col("correlation_key"), 8))
+           .withColumn("payload", F.regexp_replace("payload", '"ordering_key":"[^"]*",', ""))
+           .withColumn("payload", F.regexp_replace("payload", '"sequence":1,"partition":[0-9]+',
+                                                   F.concat(F.lit('"sequence":'), F.col("sequence").cast("string"),
+                                                            F.lit(',"partition":'), F.col("partition").cast("string"))))
+           .localCheckpoint())
+    old.write.format("delta").mode("overwrite").option("overwriteSchema", "true").save(path)
+    journal.mark_published(lake)
+    written = {r["event_id"]: r.asDict() for r in old.collect()}
+    assert sorted((r["message_key"], r["sequence"]) for r in written.values()) == [(2, 1), (3, 2)]
+
+    receiver = Receiver()
+    try:
+        assert cli.main(["deliver", "--lake", lake, "--sink", "webhook", "--url", receiver.url]) == 0
+        sent = [json.loads(body) for _, body in receiver.headers]
+    finally:
+        receiver.close()
+    assert sorted((e["ordering_key"], e["sequence"], list(e)[:3]) for e in sent) == [
+        ("#2", 1, ["event_id", "kind", "ordering_key"]), ("#3", 2, ["event_id", "kind", "ordering_key"])]
+    assert all(e["partition"] == partition_of("<default>", e["ordering_key"], 8) for e in sent)
+    capsys.readouterr()
+
+    write_landing(landing, [placed(4)], [], "second")
+    assert cli.main(run) == 0
+    assert "migrated delivery/outbox to contract revision 3 first: its 2 events got their ordering key" in (
+        capsys.readouterr().out)
+    after = {r["event_id"]: r.asDict() for r in spark.read.format("delta").load(path).collect()}
+    for event_id, row in written.items():
+        assert after[event_id] == row | {"ordering_key": f"#{row['message_key']}"}
+    [new] = [r for r in after.values() if r["message_key"] == 4]
+    assert (new["ordering_key"], new["sequence"], json.loads(new["payload"])["ordering_key"]) == ("#4", 1, "#4")
+    before = versions(lake)
+    assert cli.main(run) == 0 and versions(lake) == before

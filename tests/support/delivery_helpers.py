@@ -2,8 +2,8 @@
 HTTP receiver that deduplicates by event id (the webhook tests and the benchmark), and the
 order checks of the delivery tests.
 
-Delivery's order is per ordering key, `(tenant_id, correlation_key)` (revision 2 of the
-contract): the checks take what was sent or applied as (tenant_id, correlation_key,
+Delivery's order is per ordering key, `(tenant_id, ordering_key)` (revision 3 of the
+contract): the checks take what was sent or applied as (tenant_id, ordering_key,
 sequence) rows in the order it happened and look at each ordering key's rows apart."""
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import pyarrow as pa
 from deltalake import write_deltalake
 
 from correlake.config import DELIVERY_PARTITIONS, table_path
+from correlake.contract.ordering import ordering_key
 from correlake.delivery.events import CORRELATED, partition_of
 from correlake.delivery.tables import arrow_schema
 from correlake.lake import journal
@@ -29,17 +30,18 @@ TENANT = "<default>"
 
 def event(tenant: str, key: str, sequence: int, message_key: int, variables: dict | None = None) -> dict:
     """An outbox row; its payload starts with the event's fields, as a run writes it."""
-    event_id = hashlib.sha256(f"{tenant}\0{key}\0{sequence}".encode()).hexdigest()
-    partition = partition_of(tenant, key, DELIVERY_PARTITIONS)
-    payload = {"event_id": event_id, "kind": CORRELATED, "sequence": sequence, "partition": partition,
-               "tenant_id": tenant, "correlation_key": key, "message_key": message_key,
+    line = ordering_key(key, message_key)
+    event_id = hashlib.sha256(f"{tenant}\0{line}\0{sequence}".encode()).hexdigest()
+    partition = partition_of(tenant, line, DELIVERY_PARTITIONS)
+    payload = {"event_id": event_id, "kind": CORRELATED, "ordering_key": line, "sequence": sequence,
+               "partition": partition, "tenant_id": tenant, "correlation_key": key, "message_key": message_key,
                "variables": variables or {"n": sequence}}
     return {"event_id": event_id, "kind": CORRELATED, "tenant_id": tenant, "correlation_key": key,
-            "message_key": message_key, "bpmn_process_id": "p", "sequence": sequence, "partition": partition,
-            "payload": json.dumps(payload, separators=(",", ":")), "_run_id": "r1"}
+            "ordering_key": line, "message_key": message_key, "bpmn_process_id": "p", "sequence": sequence,
+            "partition": partition, "payload": json.dumps(payload, separators=(",", ":")), "_run_id": "r1"}
 
 
-Row = tuple[str, str, int]  # (tenant_id, correlation_key, sequence)
+Row = tuple[str, str, int]  # (tenant_id, ordering_key, sequence)
 
 
 def by_ordering_key(rows: Iterable[Row]) -> dict[tuple[str, str], list[int]]:
@@ -61,7 +63,7 @@ def not_in_sequence(rows: Iterable[Row]) -> dict[tuple[str, str], list[int]]:
 
 
 def by_key_alone(rows: Iterable[Row]) -> list[Row]:
-    """`rows` with the tenants made one: what a check grouping by `correlation_key` alone sees.
+    """`rows` with the tenants made one: what a check grouping by the key alone sees.
     A workload in which a check passes on `rows` and fails on these tells the tenants apart."""
     return [("*", key, sequence) for _, key, sequence in rows]
 
@@ -116,7 +118,7 @@ class Receiver:
             answers = self.script.get(event["event_id"])
             answer = answers.pop(0) if answers else 200
             status, wait = answer if isinstance(answer, tuple) else (answer, self.delay)
-            self.requests.append((event["event_id"], event["tenant_id"], event["correlation_key"],
+            self.requests.append((event["event_id"], event["tenant_id"], event["ordering_key"],
                                   event["sequence"], status))
             self.headers.append((dict(headers), body))
             if 200 <= status < 300:

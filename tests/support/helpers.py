@@ -270,7 +270,7 @@ def _read(path: str) -> bytes:
     except OSError:
         return b""
 # -- the outbox (delivery/outbox) ----------------------------------------------------------
-EVENT_FIELDS = ("event_id", "kind", "sequence", "partition")
+EVENT_FIELDS = ("event_id", "kind", "ordering_key", "sequence", "partition")
 
 
 def read_outbox(spark, lake: str, version: int | None = None) -> list[dict]:
@@ -325,14 +325,16 @@ def gold_as_events(gold_correlations: list[dict]) -> list[tuple]:
 
 
 def assert_outbox_agrees(spark, lake: str) -> list[dict]:
-    """The outbox's live events are exactly gold's correlations; each ordering key's
-    sequences run 1..n, its partition is one; event ids are unique. Returns the events."""
+    """The outbox's live events are exactly gold's correlations; each ordering key (the
+    correlation key, `#<message_key>` for an empty one) has sequences 1..n and one partition;
+    event ids are unique. Returns the events."""
     events = read_outbox(spark, lake)
     assert live_correlations(events) == gold_as_events(read_gold(spark, lake)["correlations"])
     assert len({e["event_id"] for e in events}) == len(events)
     by_key: dict[tuple, list[dict]] = {}
     for e in events:
-        by_key.setdefault((e["tenant_id"], e["correlation_key"]), []).append(e)
+        assert e["ordering_key"] == (e["correlation_key"] or f"#{e['message_key']}"), e
+        by_key.setdefault((e["tenant_id"], e["ordering_key"]), []).append(e)
     for key, key_events in by_key.items():
         assert sorted(e["sequence"] for e in key_events) == list(range(1, len(key_events) + 1)), key
         assert len({e["partition"] for e in key_events}) == 1, key

@@ -66,8 +66,8 @@ STARTED_INSTANCE = struct(
 )
 # Delivery (contract revision 2, docs/delivery.md). `payload` is the event's JSON text.
 OUTBOX = struct(
-    ("event_id", S), ("kind", S), ("tenant_id", S), ("correlation_key", S), ("message_key", L),
-    ("bpmn_process_id", S), ("sequence", L), ("partition", I), ("payload", S), ("_run_id", S),
+    ("event_id", S), ("kind", S), ("tenant_id", S), ("correlation_key", S), ("ordering_key", S),
+    ("message_key", L), ("bpmn_process_id", S), ("sequence", L), ("partition", I), ("payload", S), ("_run_id", S),
 )
 DELIVERY_STATE = struct(
     ("event_id", S), ("status", S), ("attempts", I), ("next_attempt_at", T), ("last_error", S), ("updated_at", T),

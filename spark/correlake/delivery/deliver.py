@@ -20,6 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from correlake import config
+from correlake.contract.ordering import ordering_key
 from correlake.delivery import tables
 from correlake.delivery.events import AWAITED, DEAD_LETTERS, FINAL, PENDING, STATUSES, Event, Sink, partition_of
 from correlake.delivery.ledger import REQUEUED, Ledger, Policy, Tracked, clocks
@@ -30,6 +31,7 @@ from correlake.lake.lock import LakeBusy, held, lock_path
 
 OPEN = tuple(s for s in STATUSES if s not in FINAL)
 DELIVERY_LOCK, MARKS = "delivery.lock", "delivery.json"  # in the lake's _state
+ORDERING_REVISION = 3  # the contract revision whose ordering keys a pass routes by (marked in MARKS)
 
 
 class DeliveryBusy(CorrelakeError):
@@ -120,20 +122,27 @@ def _pass(lake: str, sink: Sink, settings: Settings, started: float) -> PassResu
 
 
 def _partitions_usable(lake: str, sink: Sink, partitions: int, result: PassResult) -> bool:
-    """Whether this pass may route by `partitions`: the same N as the last pass, or a sink
-    that holds no event the old N routed. Records N before anything is sent by it."""
-    old = _marks(lake).get("partitions")
-    if old not in (None, partitions) and not sink.drained(old):
-        result.note = (f"the last pass routed by {old} partitions and the sink still holds events of them: "
-                       f"nothing was sent (run with --partitions {old}, or again once they are consumed)")
+    """Whether this pass may route by `partitions`: the same N and ordering keys as the last
+    pass, or a sink that holds no event the old routing sent (a pass before contract
+    revision 3 routed every empty-key event of a tenant by one key). Records the routing
+    before anything is sent by it."""
+    marks = _marks(lake)
+    old = marks.get("partitions")
+    changed = old not in (None, partitions) or (old is not None and marks.get("ordering") != ORDERING_REVISION)
+    if changed and not sink.drained(old):
+        result.note = (f"the last pass routed by {old} partitions"
+                       + ("" if marks.get("ordering") == ORDERING_REVISION else " and the ordering keys of revision 2")
+                       + f" and the sink still holds events of them: nothing was sent (run again once they are "
+                       f"consumed{'' if old == partitions else f', or with --partitions {old}'})")
         return False
-    if old != partitions:
-        _mark(lake, partitions=partitions)
+    if old != partitions or marks.get("ordering") != ORDERING_REVISION:
+        _mark(lake, partitions=partitions, ordering=ORDERING_REVISION)
     return True
 
 
 def _marks(lake: str) -> dict:
-    """`_state/delivery.json`: the last pass's `partitions`; `registered`, the outbox version
+    """`_state/delivery.json`: the last pass's `partitions` and `ordering` (revision);
+    `registered`, the outbox version
     whose events all have their `delivery/state` rows (and that table's id)."""
     try:
         marks = json.loads(state(lake).read(MARKS) or "{}")
@@ -184,7 +193,8 @@ def _load(lake: str, outbox: tables.Outbox, version: int, settings: Settings) ->
         if (st := open_rows.get(row["event_id"])) is None and row["event_id"] not in new_ids:
             continue  # a dead letter not requeued
         st = st or {}
-        events.append(Tracked(row["event_id"], (row["tenant_id"], row["correlation_key"]), row["message_key"],
+        line = (row["tenant_id"], ordering_key(row["correlation_key"], row["message_key"]))
+        events.append(Tracked(row["event_id"], line, row["message_key"],
                               row["sequence"], row["file"], st.get("status", PENDING), st.get("attempts", 0),
                               st.get("next_attempt_at"), st.get("last_error"), started.get(row["event_id"])))
     ledger = Ledger(events, counts, policy)
@@ -231,17 +241,22 @@ def _events(outbox: tables.Outbox, heads: list[Tracked], partitions: int) -> lis
     rows = outbox.bodies(by_file)
     events = []
     for head in heads:
-        row, partition = rows[head.event_id], partition_of(*head.key, partitions)
-        events.append(Event(head.event_id, row["kind"], *head.key, head.message_key, head.sequence, partition,
-                            _body(row["payload"], partition)))
+        (tenant_id, line), row = head.key, rows[head.event_id]
+        partition = partition_of(tenant_id, line, partitions)
+        events.append(Event(head.event_id, row["kind"], tenant_id, row["correlation_key"], line, head.message_key,
+                            head.sequence, partition, _body(row["payload"], line, partition)))
     return events
 
 
-def _body(payload: str, partition: int) -> bytes:
-    """The event's JSON as the outbox holds it, its `partition` the one this pass routes by."""
+def _body(payload: str, line: str, partition: int) -> bytes:
+    """The event's JSON as the outbox holds it, its `partition` the one this pass routes by;
+    an event written before contract revision 3 gets its `ordering_key` after its `kind`."""
     event = json.loads(payload)
-    if event.get("partition") == partition:
+    if event.get("partition") == partition and "ordering_key" in event:
         return payload.encode()
+    if "ordering_key" not in event:
+        head = {k: event.pop(k) for k in ("event_id", "kind") if k in event}
+        event = head | {"ordering_key": line} | event
     event["partition"] = partition
     return json.dumps(event, ensure_ascii=False, separators=(",", ":")).encode()
 

@@ -17,15 +17,15 @@ DEAD_LETTERS = (CANCELLED, EXPIRED)
 HASH_HEX_DIGITS = 15  # 60 bits of the ordering key's SHA-256: a non-negative BIGINT in Spark too
 
 
-def key_hash(tenant_id: str, correlation_key: str) -> int:
+def key_hash(tenant_id: str, ordering_key: str) -> int:
     """A stable hash of the ordering key: the first 60 bits of SHA-256 of `tenant NUL key`."""
-    digest = hashlib.sha256(f"{tenant_id}\0{correlation_key}".encode()).hexdigest()
+    digest = hashlib.sha256(f"{tenant_id}\0{ordering_key}".encode()).hexdigest()
     return int(digest[:HASH_HEX_DIGITS], 16)
 
 
-def partition_of(tenant_id: str, correlation_key: str, partitions: int) -> int:
+def partition_of(tenant_id: str, ordering_key: str, partitions: int) -> int:
     """The partition of an ordering key among `partitions`."""
-    return key_hash(tenant_id, correlation_key) % partitions
+    return key_hash(tenant_id, ordering_key) % partitions
 
 
 @dataclass(frozen=True)
@@ -36,6 +36,7 @@ class Event:
     kind: str
     tenant_id: str
     correlation_key: str
+    ordering_key: str
     message_key: int
     sequence: int
     partition: int
@@ -61,8 +62,9 @@ class Sink(Protocol):
         """Set up the destination (declare exchange and queues); raise DeliveryError if unusable."""
 
     def drained(self, old_partitions: int) -> bool:
-        """Called before `prepare` when the last pass used `old_partitions` and this one
-        another N: whether no event routed by the old N waits in the destination any more
+        """Called before `prepare` when the last pass routed by `old_partitions` and this one
+        routes otherwise (another N, or the ordering keys of a later contract revision):
+        whether no event routed the old way waits in the destination any more
         (so that none of a key's events can overtake another). False: the pass sends nothing."""
 
     def send(self, events: list[Event]) -> list[Outcome]: ...

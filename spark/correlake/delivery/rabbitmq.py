@@ -346,4 +346,4 @@ def _properties(event: Event) -> pika.BasicProperties:
     return pika.BasicProperties(
         message_id=event.event_id, content_type=CONTENT_TYPE, delivery_mode=PERSISTENT,
         headers={"tenant_id": event.tenant_id, "correlation_key": event.correlation_key,
-                 "sequence": event.sequence, "kind": event.kind})
+                 "ordering_key": event.ordering_key, "sequence": event.sequence, "kind": event.kind})

@@ -17,7 +17,7 @@ from correlake.lake.deltars import write
 
 # The outbox's columns a pass needs for every event (never `payload`: read for the sent ones only)
 OUTBOX_KEYS = ("event_id", "tenant_id", "correlation_key", "message_key", "sequence")
-OUTBOX_BODY = ("event_id", "kind", "partition", "payload")
+OUTBOX_BODY = ("event_id", "kind", "correlation_key", "partition", "payload")
 
 
 @cache

@@ -10,7 +10,11 @@ from functools import cache
 from graphlib import TopologicalSorter
 from pathlib import Path
 
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
 from correlake.config import DELIVERY_TABLES, GOLD_TABLES, TABLES, sql_dir, table_path
+from correlake.contract.ordering import ordering_key_column
 from correlake.errors import UsageError
 from correlake.lake import sqlfiles
 from correlake.lake.journal import UNREADABLE_JOURNAL, journal_path, unfinished_run
@@ -79,6 +83,14 @@ def unfinished_warning(lake: str | Path) -> str | None:
             "`correlake maintain`) rolls it back, its tables may disagree with each other")
 
 
+def _as_of_revision_3(name: str, table: DataFrame) -> DataFrame:
+    """An outbox that no run of revision 3 has migrated yet, read with its ordering keys."""
+    if name != "outbox" or "ordering_key" in table.columns:
+        return table
+    line = ordering_key_column(F.col("correlation_key"), F.col("message_key")).alias("ordering_key")
+    return table.select(*(c for name in table.columns for c in ([name, line] if name == "correlation_key" else [name])))
+
+
 def register(spark, lake: str | Path, queries: list[str] | None = None) -> list[str]:
     """Register the lake's tables and the views that `queries` read (all when None);
     return the names registered. The gold tables must exist."""
@@ -91,7 +103,7 @@ def register(spark, lake: str | Path, queries: list[str] | None = None) -> list[
     registered = []
     for name, table in TABLE_NAMES.items():
         if name in wanted and is_table(table_path(lake, table)):
-            spark.read.format("delta").load(table_path(lake, table)).createOrReplaceTempView(name)
+            _as_of_revision_3(name, spark.read.format("delta").load(table_path(lake, table))).createOrReplaceTempView(name)
             registered.append(name)
     for view in every.values():  # a view over a table the lake has not (yet): not registered
         if view.name in wanted and view.reads <= set(registered):

@@ -2,17 +2,22 @@
 transform (`transforms/outbox.py`) is given. Those of the keys the run recomputed; every
 key's on a rebuild, and on a lake that has no outbox yet (made before it: its first run
 gets every gold correlation's event); with a delivery delay, also the keys whose
-held-back correlations fell due since the last run's as_of."""
+held-back correlations fell due since the last run's as_of; and those of other keys that
+share an ordering key with them. Also the migration of an outbox written before
+contract revision 3."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from correlake.config import DELIVERY_PARTITIONS, delivery_delay_ms, table_path
+from correlake.contract.ordering import may_share_a_line, ordering_key_column
 from correlake.contract.schemas import CORRELATION, OUTBOX, SCOPE, struct
-from correlake.lake import tables
+from correlake.lake import meta, tables
+from correlake.lake.journal import journalled
 from correlake.runtime.hints import broadcast_if_small
 from correlake.transforms.outbox import due_keys, outbox_events
 
@@ -44,7 +49,53 @@ def new_events(spark: SparkSession, history: Callable[[str], DataFrame | None], 
         new = new.unionByName(gold.join(broadcast_if_small(due)(due), SCOPE, "left_semi"))
         scope = scope.unionByName(due)
     past = outbox.join(broadcast_if_small(scope)(scope), SCOPE, "left_semi")
+    if gold is not None:
+        new, past = _shared_lines(new, past, gold, outbox, scope)
     return outbox_events(new, past, run_id, DELIVERY_PARTITIONS, due_until), False
+
+
+def _with_line(df: DataFrame, name: str = "ordering_key") -> DataFrame:
+    return df.withColumn(name, ordering_key_column(F.col("correlation_key"), F.col("message_key")))
+
+
+def _shared_lines(new: DataFrame, past: DataFrame, gold: DataFrame, outbox: DataFrame,
+                  scope: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """`new` and `past` with the gold correlations and outbox events of keys outside the
+    scope whose ordering key is one of theirs (an empty key's `#<message_key>` line, and a
+    key that reads the same): the transform is given every row of the lines it renumbers.
+    Only rows that `may_share_a_line` are looked at."""
+    def shared(df: DataFrame) -> DataFrame:
+        return _with_line(df.where(may_share_a_line(F.col("correlation_key"))), "_line")
+
+    keys = ["tenant_id", "_line"]
+    lines = (shared(new).select(*keys).unionByName(shared(past).select(*keys)).distinct().localCheckpoint())
+    hinted, outside = broadcast_if_small(lines), broadcast_if_small(scope)
+
+    def others(df: DataFrame) -> DataFrame:
+        return (shared(df).join(hinted(lines), keys, "left_semi").join(outside(scope), SCOPE, "left_anti")
+                .select(*df.columns))
+
+    return new.unionByName(others(gold)), past.unionByName(others(outbox))
+
+
+def needs_migration(lake: str) -> bool:
+    """Whether the lake's outbox was written before contract revision 3 (no `ordering_key`)."""
+    found = meta.columns(lake, "outbox")
+    return bool(found) and "ordering_key" not in found
+
+
+def migrate(spark: SparkSession, lake: str, run_id: str) -> int | None:
+    """An outbox written before contract revision 3 brought to it: every event gets its
+    ordering key, and keeps its event_id, sequence, partition and payload (nothing already
+    sent changes); one journalled rewrite, once. Returns how many events it holds (None:
+    the lake needed nothing)."""
+    if not needs_migration(lake):
+        return None
+    events = spark.read.format("delta").load(table_path(lake, "outbox"))
+    migrated = _with_line(events).select(*OUTBOX.fieldNames()).localCheckpoint()
+    with journalled(spark, lake, run_id):
+        tables.overwrite(migrated, lake, "outbox", run_id, new_schema=True)
+    return migrated.count()
 
 
 def fallen_due(spark: SparkSession, lake_dir: str, run_id: str, as_of: int, previous_as_of: int) -> DataFrame | None:

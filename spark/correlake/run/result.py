@@ -41,6 +41,7 @@ class RunResult:
     rebuild: bool = False
     rolled_back: str | None = None  # the unfinished run this one rolled back first
     migrated: bool = False  # the lake was brought to contract revision 2 first (lake/as_of.migrate)
+    outbox_migrated: int | None = None  # the outbox was brought to revision 3 first: its events (run/outbox.migrate)
     started_at: int = field(default_factory=lambda: int(time.time() * 1000))  # epoch millis
     ingested_at: int | None = None  # epoch millis: the `_ingested_at` of the run's bronze rows and files
 

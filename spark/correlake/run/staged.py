@@ -30,6 +30,7 @@ from correlake.quality import gates
 from correlake.run import writes
 from correlake.run.maintenance import only_maintained
 from correlake.run.outbox import fallen_due
+from correlake.run.outbox import migrate as migrate_outbox
 from correlake.run.result import RunResult, new_run_id
 from correlake.run.store import Plan, staged_run
 from correlake.run.writes import SCHEMAS, How, Write
@@ -78,16 +79,18 @@ class StagedRun:
         rolled_back = rollback(spark, lake_dir)
         run_id = new_run_id()
         migrated = not dry_run and lake_as_of.migrate(spark, lake_dir, f"{run_id}-migration")
+        outbox_migrated = None if dry_run else migrate_outbox(spark, lake_dir, f"{run_id}-outbox-migration")
         last = meta.last_event_time(lake_dir)
         files = [] if rebuild else new_files(landing, meta.ingested(lake_dir))
         if not files and not rebuild:
             result = _refresh_only(spark, lake_dir, last, as_of, dry_run)
-            result.rolled_back, result.migrated = rolled_back, migrated
+            result.rolled_back, result.migrated, result.outbox_migrated = rolled_back, migrated, outbox_migrated
             return result
         ratio = default_max_quarantine_ratio() if max_quarantine_ratio is None else max_quarantine_ratio
         plan = Plan(run_id, files, {name: tables.version(table_path(lake_dir, name)) for name in TABLES}, ratio,
                     last, RunResult(run_id, files=len(files), as_of=as_of, rebuild=rebuild, rolled_back=rolled_back,
-                                    migrated=migrated), meta.records_read(lake_dir), path or run_path())
+                                    migrated=migrated, outbox_migrated=outbox_migrated),
+                    meta.records_read(lake_dir), path or run_path())
         staged = cls(spark, lake_dir, plan, store_for(run_id))
         staged.store.save_plan(plan)
         return staged

@@ -20,7 +20,10 @@ MIGRATED = ("correlake: migrated the lake to contract revision 2 first: its as_o
 
 def summary(result) -> str:
     rolled_back = f"correlake: rolled back the unfinished run {result.rolled_back} first\n" if result.rolled_back else ""
-    return rolled_back + (MIGRATED if result.migrated else "") + _summary(result)
+    outbox = ("" if result.outbox_migrated is None else
+              f"correlake: migrated delivery/outbox to contract revision 3 first: its {result.outbox_migrated} events "
+              "got their ordering key, each keeping its event_id, sequence, partition and payload\n")
+    return rolled_back + (MIGRATED if result.migrated else "") + outbox + _summary(result)
 
 
 def _summary(result) -> str:

@@ -10,6 +10,7 @@ from correlake.lake import as_of as lake_as_of
 from correlake.lake import meta
 from correlake.lake.journal import unfinished_run
 from correlake.lake.landing import new_files
+from correlake.run import outbox
 from correlake.run.result import RunResult
 
 
@@ -21,7 +22,7 @@ def check(landing: str, lake: str, as_of: int | None = None) -> RunResult | None
     and a run in progress is an unfinished one: something to do)."""
     if unfinished_run(lake) is not None:
         return None
-    if lake_as_of.needs_migration(lake):
+    if lake_as_of.needs_migration(lake) or outbox.needs_migration(lake):
         return None
     if new_files(landing, meta.ingested(lake)):
         return None
