@@ -56,7 +56,7 @@ class Refuse:
     def prepare(self, partitions: int) -> None:
         pass
 
-    def send(self, events):
+    def send(self, events, until=None):
         raise AssertionError(f"{len(events)} events due in an idle pass")
 
     def close(self) -> None:

@@ -105,16 +105,15 @@ TABLES = {
 }
 # What `correlake deliver` writes, under its own lock: not a run's tables (a run neither
 # journals nor checks them, so delivery and runs never wait for each other).
-DELIVERY_TABLES = {
-    "delivery_state": "delivery/state",
-    "delivery_attempts": "delivery/attempts",
-}
-DELIVERY_PARTITIONS = 8  # the outbox's `partition`: a stable hash of (tenant_id, correlation_key) mod this
+DELIVERY_TABLES = {"delivery_state": "delivery/state", "delivery_attempts": "delivery/attempts"}
+DELIVERY_PARTITIONS = 8  # the outbox's `partition`: a stable hash of (tenant_id, ordering_key) mod this
+# a pass's batch: the due chains it sends before it records their outcomes (what a killed pass may send again)
+DELIVERY_BATCH_EVENTS, DELIVERY_BATCH_SECONDS = 5_000, 3.0
 # `correlake deliver`'s defaults (docs/delivery.md), each an option of the command
 DELIVERY_TTL_SECONDS = 24 * 3600  # an event not acknowledged this long after its first attempt expires
 DELIVERY_RETRY_BASE_SECONDS = 1.0  # a retry waits uniform(0, min(cap, base * 2^(attempt-1)))
 DELIVERY_RETRY_CAP_SECONDS = 300.0
-DELIVERY_MAX_SECONDS = 60.0  # a pass starts no new round after this long
+DELIVERY_MAX_SECONDS = 60.0  # a pass starts no new batch after this long
 DELIVERY_COMPACT_FILES = 64  # a delivery table with more files than this is compacted at a pass's end
 WEBHOOK_TIMEOUT_SECONDS = 10.0  # one POST's connect and response time
 WEBHOOK_SECRET_ENV = "CORRELAKE_WEBHOOK_SECRET"

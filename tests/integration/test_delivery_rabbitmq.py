@@ -30,7 +30,7 @@ from support.delivery_helpers import event as outbox_row
 from support.helpers import free_port
 
 from correlake.config import PROJECT_ROOT
-from correlake.delivery import rabbitmq
+from correlake.delivery import amqp
 from correlake.delivery.events import ACK, CORRELATED, REJECT, RETRY, Event, Outcome, partition_of
 from correlake.delivery.rabbitmq import EXCHANGE, RabbitMQSink, queue_name
 from correlake.errors import DeliveryError
@@ -63,26 +63,34 @@ def rounds(keys: int, sequences: int) -> list[list[Event]]:
 
 
 class Lines:
-    """Events waiting by ordering key, as a pass keeps them: a round sends every key's head
-    (its first event not acknowledged) at once; a head acknowledged leaves, the next is head."""
+    """Events waiting by ordering key, as a pass keeps them: a round sends every key's chain
+    (its events not acknowledged, in sequence order) interleaved, as `Ledger.due` makes a
+    pass's batch; an event acknowledged leaves."""
 
     def __init__(self, events: list[Event]):
         self.waiting: dict[tuple[str, str], list[Event]] = {}
         for e in sorted(events, key=lambda e: e.sequence):
-            self.waiting.setdefault((e.tenant_id, e.ordering_key), []).append(e)
+            self.waiting.setdefault(e.line, []).append(e)
 
     def heads(self) -> list[Event]:
         return [line[0] for line in self.waiting.values()]
 
+    def chains(self) -> list[Event]:
+        lines, batch, depth = list(self.waiting.values()), [], 0
+        while lines:
+            batch += [line[depth] for line in lines]
+            depth += 1
+            lines = [line for line in lines if len(line) > depth]
+        return batch
+
     def send_round(self, sink: RabbitMQSink) -> list[tuple[Event, Outcome]]:
-        heads = self.heads()
-        sent = list(zip(heads, sink.send(heads)))
-        for head, outcome in sent:
-            key = (head.tenant_id, head.ordering_key)
+        batch = self.chains()
+        sent = list(zip(batch, sink.send(batch)))
+        for event, outcome in sent:
             if outcome.verdict == ACK:
-                self.waiting[key].pop(0)
-                if not self.waiting[key]:
-                    del self.waiting[key]
+                self.waiting[event.line].remove(event)
+                if not self.waiting[event.line]:
+                    del self.waiting[event.line]
         return sent
 
     def send_all(self, sink: RabbitMQSink, rounds: int = 10) -> None:
@@ -284,27 +292,20 @@ def test_drained(broker, sink):
 
 @pytest.mark.kills_broker
 def test_broker_killed_mid_send_then_restarted(broker, sink, tmp_path, monkeypatch):
-    """Rounds sent as a pass sends them (`Lines`): t2's first two events of every 4th key
+    """Chains sent as a pass sends them (`Lines`): t2's first two events of every 4th key
     acknowledged before; then every key's events of t1 (one to three) and those keys' next two
-    of t2. The broker is SIGKILLed in the second round, with events of many keys in flight
-    unconfirmed and some keys' later events waiting behind them. Those whose confirm never came
-    are RETRY; the rounds go on after the restart, and each event is in effect once, each
-    ordering key's in order.
-
-    What it can catch today: an event lost or applied twice across the crash, a confirm
-    reported for an event the broker did not keep (its key goes on without it: missing), a
-    restarted queue handing out its messages in another order than it took them. What it
-    cannot: a key's event overtaking an earlier one of the key sent with it whose confirm was
-    lost. A round sends at most one event of an ordering key (spark/correlake/delivery/
-    deliver.py), so a key's next event is only sent once the one before is confirmed."""
+    of t2, each key's chain in one go. The broker is SIGKILLed mid-send, with events of many
+    keys in flight unconfirmed and later events of those keys in flight or unsent behind
+    them. Those whose confirm never came are RETRY; the rounds go on after the restart, and
+    each event is in effect once, each ordering key's in order: a key's later event kept by
+    the broker while an earlier one was lost would be applied ahead of it, and fail the test."""
     keys = 6000
     earlier = [event(f"k{k}", s, size=300, tenant="t2") for k in range(0, keys, 4) for s in (1, 2)]
     later = [event(f"k{k}", s, size=300) for k in range(keys) for s in range(1, 2 + k % 3)]
     later += [event(f"k{k}", s, size=300, tenant="t2") for k in range(0, keys, 4) for s in (3, 4)]
     Lines(earlier).send_all(sink)
     lines = Lines(later)
-    assert {o.verdict for _, o in lines.send_round(sink)} == {ACK}
-    beam, confirmed = broker.beam_pid(), rabbitmq._Link._confirmed
+    beam, confirmed = broker.beam_pid(), amqp.Link._confirmed
 
     def confirmed_then_crash(link, frame):  # the crash lands mid-send, whatever the machine's speed
         confirmed(link, frame)
@@ -312,7 +313,7 @@ def test_broker_killed_mid_send_then_restarted(broker, sink, tmp_path, monkeypat
             os.kill(beam, signal.SIGKILL)
             broker.process.wait(30)
 
-    monkeypatch.setattr(rabbitmq._Link, "_confirmed", confirmed_then_crash)
+    monkeypatch.setattr(amqp.Link, "_confirmed", confirmed_then_crash)
     crashing = RabbitMQSink(broker.url)  # its channel takes the patched callback
     second = lines.send_round(crashing)
     crashing.close()
@@ -324,8 +325,8 @@ def test_broker_killed_mid_send_then_restarted(broker, sink, tmp_path, monkeypat
     in_flight = [e for e, o in second if o.detail.startswith("not confirmed")]
     # many keys' events in flight when the broker died (2000, the window, when measured)
     assert len(in_flight) >= 500, len(in_flight)
-    behind = sum(len(lines.waiting[(e.tenant_id, e.ordering_key)]) > 1 for e in in_flight)
-    assert behind >= 100, behind  # and behind many, the key's later events (1000 when measured)
+    behind = sum(len(lines.waiting[e.line]) > 1 and lines.waiting[e.line][0] is e for e in in_flight)
+    assert behind >= 100, behind  # and behind many, the key's later events
     assert {o.verdict for o in sink.send(lines.heads()[:10])} == {RETRY}  # still down: RETRY, no exception
     broker.restart()
     lines.send_all(sink)
@@ -409,26 +410,26 @@ def outbox_events(rows: list[dict]) -> list[Event]:
 @pytest.mark.kills_broker
 def test_a_pass_with_the_broker_killed_mid_pass(broker, tmp_path, monkeypatch, capsys):
     """A first run's events (t2's, of every 4th key) delivered; then the broker SIGKILLed
-    while the next run's (OUTBOX) second round is being sent: the pass ends with events to
+    while the next run's (OUTBOX) second batch is being sent: the pass ends with events to
     retry; after a restart the next pass delivers the rest; the consumer applies every outbox
     event once, each ordering key's in sequence order."""
     lake, earlier = str(tmp_path / "lake"), other_tenant((1, 2))
     write_outbox(lake, earlier)
     assert deliver(lake, broker.url) == 0
     write_outbox(lake, OUTBOX)
-    real_send, confirmed, calls = RabbitMQSink.send, rabbitmq._Link._confirmed, []
+    real_send, confirmed, calls = RabbitMQSink.send, amqp.Link._confirmed, []
 
-    def send(sink, events):
+    def send(sink, events, until=None):
         calls.append(len(events))
-        return real_send(sink, events)
+        return real_send(sink, events, until)
 
-    def confirmed_then_crash(link, frame):  # the second round's first confirm: the rest are in flight or unsent
+    def confirmed_then_crash(link, frame):  # the second batch's first confirm: the rest are in flight or unsent
         confirmed(link, frame)
         if len(calls) == 2 and broker.running():
             broker.kill()
 
     monkeypatch.setattr(RabbitMQSink, "send", send)
-    monkeypatch.setattr(rabbitmq._Link, "_confirmed", confirmed_then_crash)
+    monkeypatch.setattr(amqp.Link, "_confirmed", confirmed_then_crash)
     assert deliver(lake, broker.url, "--max-seconds", "3") == 0
     assert not broker.running()
     after_kill = delivery_statuses(lake)

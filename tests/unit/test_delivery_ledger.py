@@ -1,4 +1,5 @@
-"""The delivery pass's rules without I/O: heads, back-off, groups, expiry, ttl clocks."""
+"""The delivery pass's rules without I/O: due chains, held events, back-off, groups, expiry,
+ttl clocks."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import random
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 
-from correlake.delivery.events import ACK, REJECT, RETRY, Outcome
+from correlake.delivery.events import ACK, HELD, REJECT, RETRY, Outcome
 from correlake.delivery.ledger import Ledger, Policy, Tracked, clocks
 
 T0 = datetime(2026, 11, 2, 12, tzinfo=timezone.utc)
@@ -28,21 +29,29 @@ def test_backoff_is_full_jitter_under_the_capped_exponential():
         assert 0 <= min(waits) and max(waits) <= ceiling and max(waits) > ceiling / 2
 
 
-def test_only_heads_are_due_and_a_waiting_head_holds_its_key():
-    book = ledger(ev("a2", "A", 2, 2), ev("a1", "A", 1, 1), ev("b1", "B", 1, 3))
-    assert [e.event_id for e in book.due(T0)] == ["a1", "b1"]
-    a1, b1 = book.due(T0)
-    book.mark_sent([a1, b1])
-    book.record([a1, b1], [Outcome("a1", RETRY, "HTTP 503"), Outcome("b1", ACK)], T0)
+def test_due_chains_are_interleaved_and_a_waiting_head_holds_its_key():
+    book = ledger(ev("a2", "A", 2, 2), ev("a1", "A", 1, 1), ev("b1", "B", 1, 3), ev("a3", "A", 3, 4))
+    assert [e.event_id for e in book.due(T0, 10)] == ["a1", "b1", "a2", "a3"]
+    assert [e.event_id for e in book.due(T0, 3)] == ["a1", "b1", "a2"]
+    a1, b1, a2, a3 = book.due(T0, 10)
+    book.mark_sent([a1, b1, a2, a3])
+    book.record([a1, b1, a2, a3], [Outcome("a1", RETRY, "HTTP 503"), Outcome("b1", ACK),
+                                   Outcome("a2", HELD, "held"), Outcome("a3", HELD, "held")], T0)
     assert a1.status == "AWAITED" and T0 <= a1.next_attempt_at <= T0 + timedelta(seconds=1)
-    assert book.due(T0) == [] and book.next_wake() == a1.next_attempt_at
-    assert [e.event_id for e in book.due(a1.next_attempt_at)] == ["a1"]
-    assert book.counts == Counter({"AWAITED": 1, "PENDING": 1, "ACKED": 1, "SENT": 0})
+    assert (a2.status, a2.attempts, a3.status) == ("PENDING", 0, "PENDING")  # held: not sent, as before
+    assert book.due(T0, 10) == [] and book.next_wake() == a1.next_attempt_at
+    assert [e.event_id for e in book.due(a1.next_attempt_at, 10)] == ["a1", "a2", "a3"]
+    assert book.counts == Counter({"AWAITED": 1, "PENDING": 2, "ACKED": 1, "SENT": 0})
+    assert book.tally == Counter(sent=2, attempts=2, acked=1, retried=1)
+    state, attempts = book.flush(T0)
+    assert {r["event_id"]: r["status"] for r in state} == {"a1": "AWAITED", "b1": "ACKED", "a2": "PENDING",
+                                                           "a3": "PENDING"}
+    assert [a["event_id"] for a in attempts] == ["b1", "a1"]  # a held event has no attempt
 
 
 def test_a_rejection_cancels_the_group_but_not_what_was_acknowledged_with_it():
     book = ledger(ev("a1", "A", 1, 7), ev("a2", "A", 2, 7), ev("b1", "B", 1, 7), ev("c1", "C", 1, 8))
-    heads = book.due(T0)
+    heads = book.due(T0, 3)
     book.record(heads, [Outcome("a1", REJECT, "HTTP 422"), Outcome("b1", ACK), Outcome("c1", ACK)], T0)
     assert [heads[0].status, heads[1].status] == ["CANCELLED", "ACKED"]
     assert book.by_key == {} and book.tally == Counter(sent=3, attempts=3, acked=2, dead_letters=2)
@@ -57,9 +66,9 @@ def test_expiry_counts_from_the_first_attempt_and_unblocks_the_key():
     book = ledger(ev("a1", "A", 1, 1, status="AWAITED", attempts=3, next_attempt_at=T0 + timedelta(hours=1),
                      clock=T0), ev("a2", "A", 2, 2), ttl=60)
     book.expire(T0 + timedelta(seconds=59))
-    assert book.due(T0 + timedelta(seconds=59)) == [] and book.next_wake() == T0 + timedelta(seconds=60)
+    assert book.due(T0 + timedelta(seconds=59), 10) == [] and book.next_wake() == T0 + timedelta(seconds=60)
     book.expire(T0 + timedelta(seconds=60))
-    assert [e.event_id for e in book.due(T0 + timedelta(seconds=60))] == ["a2"]
+    assert [e.event_id for e in book.due(T0 + timedelta(seconds=60), 10)] == ["a2"]
     (row,), (attempt,) = book.flush(T0)
     assert row["status"] == "EXPIRED" and attempt["outcome"] == "EXPIRED" and attempt["attempt"] == 3
 

@@ -2,10 +2,12 @@
 to a sink, each ordering key's events in sequence order (docs/delivery.md).
 
 A pass holds `<lake>/_state/delivery.lock` (a second pass at the same time sends nothing)
-and works in rounds: every key's head that is due is sent (the sink sends the partitions at
-once), then the round's outcomes and the next round's SENT marks are recorded in one MERGE
-of `delivery/state` and one append to `delivery/attempts`. A pass killed mid-round sends
-that round's events again the next time: delivery is at least once, consumers deduplicate
+and works in batches: the due chains of the ordering keys (each key's head and the events
+behind it, `Ledger.due`), at most DELIVERY_BATCH_EVENTS events and DELIVERY_BATCH_SECONDS
+of sending, go to the sink (the partitions at once, each key's events in order); then the
+batch's outcomes and the next batch's SENT marks are recorded in one MERGE of
+`delivery/state` and one append to `delivery/attempts`. A pass killed mid-batch sends
+that batch's events again the next time: delivery is at least once, consumers deduplicate
 by `event_id`. No Spark: delta-rs reads and writes the tables."""
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ class PassResult:
     tally: Counter = field(default_factory=Counter)  # this pass's events sent, attempts, acked, retried,
     # dead_letters, requeued
     last_error: str | None = None  # this pass's last answer that was not an acknowledgement
-    rounds: int = 0
+    batches: int = 0
     outbox_version: int | None = None
     seconds: float = 0.0
     note: str | None = None  # why the pass sent nothing, if it is not that nothing was due
@@ -101,8 +103,8 @@ def _pass(lake: str, sink: Sink, settings: Settings, started: float) -> PassResu
         moment = now()
         ledger.expire(moment)
         in_time = time.monotonic() - started < settings.max_seconds
-        heads = ledger.due(moment) if in_time else []
-        if not heads:
+        batch = ledger.due(moment, config.DELIVERY_BATCH_EVENTS) if in_time else []
+        if not batch:
             wake = ledger.next_wake()
             wait = None if wake is None else (wake - moment).total_seconds()
             if not in_time or wait is None or time.monotonic() - started + wait >= settings.max_seconds:
@@ -110,11 +112,12 @@ def _pass(lake: str, sink: Sink, settings: Settings, started: float) -> PassResu
             _record(lake, ledger, moment)
             time.sleep(max(wait, 0.0))
             continue
-        ledger.mark_sent(heads)
+        ledger.mark_sent(batch)
         _record(lake, ledger, moment)
-        outcomes = sink.send(_events(outbox, heads, settings.partitions))
-        ledger.record(heads, outcomes, now())
-        result.rounds += 1
+        outcomes = sink.send(_events(outbox, batch, settings.partitions),
+                             until=time.monotonic() + config.DELIVERY_BATCH_SECONDS)
+        ledger.record(batch, outcomes, now())
+        result.batches += 1
     _record(lake, ledger, now())
     tables.compact(lake)
     result.last_error = ledger.last_error
@@ -270,7 +273,7 @@ def tallied(result: PassResult) -> str:
 
 def summary(result: PassResult) -> str:
     tally = result.tally
-    lines = [f"correlake deliver: outbox version {result.outbox_version}, {result.rounds} rounds "
+    lines = [f"correlake deliver: outbox version {result.outbox_version}, {result.batches} batches "
              f"in {result.seconds:.1f} s"]
     if result.note:
         lines.append(result.note)

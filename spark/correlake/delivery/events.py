@@ -42,8 +42,14 @@ class Event:
     partition: int
     body: bytes
 
+    @property
+    def line(self) -> tuple[str, str]:
+        """Its ordering key: (tenant_id, ordering_key)."""
+        return self.tenant_id, self.ordering_key
+
 
 ACK, RETRY, REJECT = "ACK", "RETRY", "REJECT"  # a sink's verdicts: acknowledged, recoverable, not recoverable
+HELD = "HELD"  # not sent: an earlier event of its ordering key was not acknowledged, or the batch's time was up
 
 
 @dataclass(frozen=True)
@@ -56,7 +62,12 @@ class Outcome:
 
 class Sink(Protocol):
     """Where events go. `send` never raises for an event's own failure: each event gets an
-    Outcome (RETRY when the sink is unreachable), in the order given."""
+    Outcome (RETRY when the sink is unreachable), in the order given.
+
+    `send` gets the due chains of ordering keys, each key's events in sequence order, and
+    keeps that order per key: a key's events go one after the other, and once one is not
+    acknowledged, the key's later events are not sent (HELD). After the monotonic time
+    `until`, nothing more is sent (HELD)."""
 
     def prepare(self, partitions: int) -> None:
         """Set up the destination (declare exchange and queues); raise DeliveryError if unusable."""
@@ -67,6 +78,6 @@ class Sink(Protocol):
         whether no event routed the old way waits in the destination any more
         (so that none of a key's events can overtake another). False: the pass sends nothing."""
 
-    def send(self, events: list[Event]) -> list[Outcome]: ...
+    def send(self, events: list[Event], until: float | None = None) -> list[Outcome]: ...
 
     def close(self) -> None: ...

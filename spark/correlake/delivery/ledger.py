@@ -1,5 +1,6 @@
 """A pass's rules, in memory and without I/O: which events may be sent now (each ordering
-key's head), and what an outcome, a group's cancellation or an expiry makes of them.
+key's due chain: its head and the events behind it), and what an outcome, a group's
+cancellation or an expiry makes of them.
 
 Every change is kept until `flush` hands it over as rows of `delivery/state` and
 `delivery/attempts` (docs/delivery.md)."""
@@ -18,6 +19,7 @@ from correlake.delivery.events import (
     CANCELLED,
     EXPIRED,
     FINAL,
+    HELD,
     PENDING,
     REJECT,
     RETRY,
@@ -43,6 +45,7 @@ class Tracked:
     next_attempt_at: datetime | None = None
     last_error: str | None = None
     clock: datetime | None = None
+    unsent: tuple[str, datetime | None] | None = None  # its status and next attempt before it was marked SENT
 
     def row(self, now: datetime) -> dict:
         return {"event_id": self.event_id, "status": self.status, "attempts": self.attempts,
@@ -84,11 +87,23 @@ class Ledger:
     def heads(self) -> list[Tracked]:
         return [events[0] for events in self.by_key.values()]
 
-    def due(self, now: datetime) -> list[Tracked]:
-        """The heads that may be sent now: new, sent by a pass that did not record the outcome,
-        or waiting for a retry that fell due."""
-        return [head for head in self.heads()
-                if head.status != AWAITED or head.next_attempt_at is None or head.next_attempt_at <= now]
+    def due(self, now: datetime, limit: int) -> list[Tracked]:
+        """At most `limit` events that may be sent now: the chain of each key whose head is
+        due (new, sent by a pass that did not record the outcome, or waiting for a retry
+        that fell due), the head and the key's events behind it in sequence order. The
+        chains are interleaved (every chain's first, then every chain's second, …), so a
+        long chain does not keep the other keys waiting."""
+        chains = [events for events in self.by_key.values() if self._due(events[0], now)]
+        batch, depth = [], 0
+        while chains and len(batch) < limit:
+            batch += [chain[depth] for chain in chains[:limit - len(batch)]]
+            depth += 1
+            chains = [chain for chain in chains if len(chain) > depth]
+        return batch
+
+    @staticmethod
+    def _due(head: Tracked, now: datetime) -> bool:
+        return head.status != AWAITED or head.next_attempt_at is None or head.next_attempt_at <= now
 
     def next_wake(self) -> datetime | None:
         """When a head waiting now falls due for its retry, or expires (None: no head waits)."""
@@ -109,6 +124,7 @@ class Ledger:
 
     def mark_sent(self, events: list[Tracked]) -> None:
         for event in events:
+            event.unsent = (event.status, event.next_attempt_at)
             self._set(event, SENT)
             event.next_attempt_at = None
 
@@ -117,8 +133,13 @@ class Ledger:
         rejection in the same round keeps the events its consumers did acknowledge."""
         if [o.event_id for o in outcomes] != [e.event_id for e in sent]:
             raise ValueError("a sink's outcomes must name the events sent, in order")
-        order = {ACK: 0, RETRY: 1, REJECT: 2}
+        order = {ACK: 0, HELD: 1, RETRY: 2, REJECT: 3}
         for event, outcome in sorted(zip(sent, outcomes), key=lambda pair: order[pair[1].verdict]):
+            if outcome.verdict == HELD:  # not sent: as it was before the batch
+                if event.status not in FINAL:
+                    self._set(event, event.unsent[0])
+                    event.next_attempt_at = event.unsent[1]
+                continue
             self.tally["attempts"] += 1
             if event.event_id not in self.sent_ids:
                 self.sent_ids.add(event.event_id)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 import time
 import urllib.parse
-from collections.abc import Callable
 
 import pika
-from pika.exceptions import AMQPError, ProbableAccessDeniedError, ProbableAuthenticationError
+from pika.exceptions import AMQPError
 
-from correlake.delivery.events import ACK, REJECT, RETRY, Event, Outcome
+from correlake.delivery.amqp import Gone, Link
+from correlake.delivery.events import ACK, HELD, REJECT, RETRY, Event, Outcome
 from correlake.errors import DeliveryError
 
 EXCHANGE = "correlake.correlations"
@@ -45,132 +45,6 @@ def safe_url(amqp_url: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=user + netloc))
 
 
-class _Gone(Exception):
-    """The connection or channel closed (or never opened) while waiting on it."""
-
-
-class _Link:
-    """One connection and one confirm-mode channel, driven in the caller's thread."""
-
-    def __init__(self, params: pika.URLParameters, timeout: float, redact: Callable[[str], str]):
-        self.timeout, self.redact = timeout, redact
-        self.gone: str | None = None  # why the connection or channel is unusable
-        self.closed_by_broker: tuple[int, str] | None = None  # a channel error: (reply code, text)
-        self.refused: str | None = None  # the login refused: no retry helps
-        self.channel = None
-        self.confirming = False
-        self.published = 0  # the channel's last delivery tag (confirm mode numbers publishes 1, 2, 3…)
-        self._until: Callable[[], bool] | None = None
-        self.on_confirm: Callable[[int, bool, bool], None] = lambda tag, multiple, ok: None
-        self.on_return: Callable[[str, str], None] = lambda message_id, reason: None
-        self.connection = pika.SelectConnection(
-            params, on_open_callback=self._opened, on_open_error_callback=self._open_failed,
-            on_close_callback=self._closed)
-
-    def open(self) -> None:
-        """Wait for the connection and its channel in confirm mode."""
-        self.run(lambda: self.confirming and self.channel.is_open)
-
-    # -- the loop ------------------------------------------------------------------------
-    def run(self, until: Callable[[], bool], idle: Callable[[], float] | None = None) -> None:
-        """Drive the I/O loop until `until()` holds; raise _Gone if the link fails first, or
-        when nothing happened for `timeout` seconds (`idle()`: seconds since the last progress)."""
-        loop = self.connection.ioloop
-        self._until = until
-        started = time.monotonic()
-        idle = idle or (lambda: time.monotonic() - started)
-
-        def watchdog():
-            if idle() > self.timeout:
-                self._fail(f"no answer from the broker within {self.timeout:g} s")
-                loop.stop()
-            else:
-                timer[0] = loop.call_later(min(1.0, self.timeout), watchdog)
-
-        timer = [loop.call_later(min(1.0, self.timeout), watchdog)]
-        try:
-            while not (until() or self.gone):
-                loop.start()
-        finally:
-            loop.remove_timeout(timer[0])
-            self._until = None
-        if self.gone and not until():
-            raise _Gone(self.gone)
-
-    def _wake(self) -> None:
-        if self._until is not None and (self.gone or self._until()):
-            self.connection.ioloop.stop()
-
-    def _fail(self, why: str) -> None:
-        self.gone = self.gone or self.redact(why)
-        self._wake()
-
-    # -- callbacks ------------------------------------------------------------------------
-    def _opened(self, connection) -> None:
-        connection.channel(on_open_callback=self._channel_opened)
-
-    def _channel_opened(self, channel) -> None:
-        self.channel = channel
-        channel.add_on_close_callback(self._channel_closed)
-        channel.add_on_return_callback(self._returned)
-        channel.confirm_delivery(self._confirmed, callback=self._confirm_selected)
-
-    def _confirm_selected(self, _frame) -> None:
-        self.confirming = True
-        self._wake()
-
-    def _confirmed(self, frame) -> None:
-        method = frame.method
-        self.on_confirm(method.delivery_tag, method.multiple, isinstance(method, pika.spec.Basic.Ack))
-        self._wake()
-
-    def _returned(self, _channel, method, properties, _body) -> None:
-        self.on_return(properties.message_id, f"{method.reply_code} {method.reply_text}")
-
-    def _open_failed(self, _connection, error: BaseException) -> None:
-        if isinstance(error, (ProbableAuthenticationError, ProbableAccessDeniedError)):
-            self.refused = f"the broker refused the login: {error!r}"
-        self._fail(f"broker unreachable: {type(error).__name__}: {error}")
-
-    def _closed(self, _connection, reason: BaseException) -> None:
-        self._fail(f"connection lost: {type(reason).__name__}: {reason}")
-
-    def _channel_closed(self, _channel, reason: BaseException) -> None:
-        code, text = getattr(reason, "reply_code", 0), getattr(reason, "reply_text", str(reason))
-        if code > 0:  # a channel error; otherwise the connection's close, which `_closed` reports
-            self.closed_by_broker = (code, text)
-            self._fail(f"channel closed by the broker: {code} {text}")
-
-    # -- synchronous operations -----------------------------------------------------------
-    def call(self, start: Callable[[Callable], None]) -> object:
-        """Start one asynchronous AMQP method (`start(callback)`) and wait for its answer."""
-        answer: list = []
-
-        def done(frame):
-            answer.append(frame)
-            self._wake()
-
-        start(done)
-        self.run(lambda: bool(answer))
-        return answer[0]
-
-    def pump(self) -> None:
-        """Handle what arrived while nobody drove the loop (a close by the broker, a heartbeat)."""
-        loop = self.connection.ioloop
-        loop.call_later(0, loop.stop)
-        loop.start()
-
-    def close(self) -> None:
-        if not (self.connection.is_closed or self.connection.is_closing):
-            self.gone = None  # our own closing: wait for it
-            try:
-                self.connection.close()
-                self.run(lambda: self.connection.is_closed)
-            except (_Gone, AMQPError):
-                pass
-        self.connection.ioloop.close()
-
-
 class RabbitMQSink:
     """The `rabbitmq` sink (contract, *Delivery*). Outcomes: confirmed → ACK; nacked, returned
     unroutable, connection lost, broker unreachable or silent → RETRY; a body over the broker's
@@ -185,7 +59,7 @@ class RabbitMQSink:
         self._where = safe_url(amqp_url)
         self.timeout, self.window = timeout, window
         self._partitions: int | None = None
-        self._link: _Link | None = None
+        self._link: Link | None = None
         self._max_size: int | None = None  # learned from the broker's refusal of a message
 
     def _redact(self, text: str) -> str:
@@ -198,13 +72,13 @@ class RabbitMQSink:
         self._partitions = partitions
         try:
             self._connected()
-        except _Gone as gone:
+        except Gone as gone:
             if self._link is not None and self._link.closed_by_broker:
                 raise DeliveryError(f"RabbitMQ at {self._where} refused a declaration: {gone}") from None
             if self._link is not None and self._link.refused:
                 raise DeliveryError(f"RabbitMQ at {self._where}: {self._link.refused}") from None
 
-    def _declare(self, link: _Link, partitions: int) -> None:
+    def _declare(self, link: Link, partitions: int) -> None:
         channel = link.channel
         link.call(lambda done: channel.exchange_declare(EXCHANGE, "direct", durable=True, callback=done))
         for i in range(partitions):
@@ -212,14 +86,14 @@ class RabbitMQSink:
                                                               arguments=QUEUE_ARGUMENTS, callback=done))
             link.call(lambda done, i=i: channel.queue_bind(queue_name(i), EXCHANGE, routing_key(i), callback=done))
 
-    def _connected(self) -> _Link:
+    def _connected(self) -> Link:
         """The open link, connecting (and declaring the topology) when there is none."""
         if self._link is not None and self._link.gone is None:
             self._link.pump()  # a link the broker closed since: noticed here, not by the events sent next
         if self._link is not None and self._link.gone is None:
             return self._link
         self._drop()
-        self._link = _Link(self._params, self.timeout, self._redact)
+        self._link = Link(self._params, self.timeout, self._redact)
         self._link.open()
         if self._partitions:
             self._declare(self._link, self._partitions)
@@ -238,7 +112,7 @@ class RabbitMQSink:
             link = self._connected_or_raise()
             try:
                 ok = link.call(lambda done, i=i: link.channel.queue_declare(queue_name(i), passive=True, callback=done))
-            except _Gone:
+            except Gone:
                 if link.closed_by_broker and link.closed_by_broker[0] == 404:
                     continue  # no such queue: nothing in it (the channel is gone; reconnect)
                 raise DeliveryError(f"RabbitMQ at {self._where}: {link.gone}") from None
@@ -246,14 +120,14 @@ class RabbitMQSink:
                 return False
         return True
 
-    def _connected_or_raise(self) -> _Link:
+    def _connected_or_raise(self) -> Link:
         try:
             return self._connected()
-        except _Gone as gone:
+        except Gone as gone:
             raise DeliveryError(f"RabbitMQ at {self._where}: {gone}") from None
 
     # -- sending --------------------------------------------------------------------------
-    def send(self, events: list[Event]) -> list[Outcome]:
+    def send(self, events: list[Event], until: float | None = None) -> list[Outcome]:
         outcomes: dict[int, Outcome] = {}
         todo = list(range(len(events)))
         while todo:
@@ -265,11 +139,11 @@ class RabbitMQSink:
                 break
             try:
                 link = self._connected()
-            except _Gone as gone:
+            except Gone as gone:
                 outcomes.update((i, Outcome(events[i].event_id, RETRY, str(gone))) for i in todo)
                 break
             max_before = self._max_size
-            outcomes.update(self._publish(link, [(i, events[i]) for i in todo]))
+            outcomes.update(self._publish(link, [(i, events[i]) for i in todo], until))
             learned = self._learn_max_size(link)
             # a body over a newly learned limit closed the channel: reject it, send the rest again
             todo = [i for i in todo if outcomes[i].verdict == RETRY] if learned != max_before else []
@@ -280,16 +154,22 @@ class RabbitMQSink:
     def _too_large(self, event: Event) -> bool:
         return self._max_size is not None and len(event.body) > self._max_size
 
-    def _learn_max_size(self, link: _Link) -> int | None:
+    def _learn_max_size(self, link: Link) -> int | None:
         if link.closed_by_broker and link.closed_by_broker[0] == 406:
             found = _OVER_MAX_SIZE.search(link.closed_by_broker[1])
             if found:
                 self._max_size = int(found.group(1))
         return self._max_size
 
-    def _publish(self, link: _Link, batch: list[tuple[int, Event]]) -> dict[int, Outcome]:
-        """Publish with at most `window` unconfirmed; every event of `batch` gets its Outcome."""
+    def _publish(self, link: Link, batch: list[tuple[int, Event]], until: float | None) -> dict[int, Outcome]:
+        """Publish with at most `window` unconfirmed; every event of `batch` gets its Outcome.
+        A key's events go in sequence order on one channel, so its queue takes them in that
+        order; once the broker refuses one (nack, return), the key's later events not yet
+        published are HELD. (A quorum queue with no length limit, as declared here, refuses
+        only when it takes nothing: a later event of the key confirmed after a refused one
+        is recorded as such in its attempt's detail.)"""
         outcomes: dict[int, Outcome] = {}
+        stopped: set[tuple[str, str]] = set()  # the keys with a refused event
         in_flight: dict[int, tuple[int, Event]] = {}  # delivery tag -> (index, event)
         returned: dict[str, str] = {}  # message id -> why the broker returned it
         pending = iter(batch)
@@ -300,6 +180,10 @@ class RabbitMQSink:
             why = returned.pop(event.event_id, None)
             if why is not None and verdict == ACK:
                 verdict, detail = RETRY, f"returned unroutable by the broker: {why}"
+            if verdict != ACK:
+                stopped.add(event.line)
+            elif event.line in stopped:
+                detail = "confirmed after an earlier event of its ordering key was refused: out of order in its queue"
             outcomes[index] = Outcome(event.event_id, verdict, detail)
 
         def on_confirm(tag: int, multiple: bool, ok: bool) -> None:
@@ -318,6 +202,10 @@ class RabbitMQSink:
                 if item is None:
                     return
                 index, event = item
+                if event.line in stopped or (until is not None and time.monotonic() > until):
+                    why = "an earlier event of its key was refused" if event.line in stopped else "the batch's time was up"
+                    outcomes[index] = Outcome(event.event_id, HELD, why)
+                    continue
                 link.channel.basic_publish(EXCHANGE, routing_key(event.partition), event.body,
                                            properties=_properties(event), mandatory=True)
                 link.published += 1
@@ -329,7 +217,7 @@ class RabbitMQSink:
             fill()
             link.run(lambda: not in_flight and len(outcomes) == len(batch),
                      idle=lambda: time.monotonic() - progress[0])
-        except (_Gone, AMQPError) as error:  # AMQPError: basic_publish on a link that just failed
+        except (Gone, AMQPError) as error:  # AMQPError: basic_publish on a link that just failed
             link.gone = link.gone or self._redact(f"{type(error).__name__}: {error}")
             for tag in list(in_flight):
                 settle(tag, RETRY, f"not confirmed: {link.gone}")

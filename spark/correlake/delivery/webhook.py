@@ -1,5 +1,6 @@
 """The webhook sink: each event POSTed to one URL (contract, *Webhook*), one lane per
-partition, each lane with its own kept-alive connection, the lanes at once.
+partition, each lane with its own kept-alive connection, the lanes at once; a key's next
+event only after the acknowledgement of the one before.
 
 Any 2xx acknowledges; 408, 425, 429, 5xx, a timeout or a connection that fails is retried
 later; any other status rejects the event (its group is cancelled). Standard library only."""
@@ -11,11 +12,12 @@ import hashlib
 import hmac
 import http.client
 import socket
+import time
 from concurrent.futures import ThreadPoolExecutor
 from urllib.parse import unquote, urlsplit
 
 from correlake.config import WEBHOOK_TIMEOUT_SECONDS
-from correlake.delivery.events import ACK, REJECT, RETRY, Event, Outcome
+from correlake.delivery.events import ACK, HELD, REJECT, RETRY, Event, Outcome
 from correlake.errors import DeliveryError
 
 RECOVERABLE = frozenset({408, 425, 429})
@@ -70,17 +72,29 @@ class WebhookSink:
     def prepare(self, partitions: int) -> None:
         self.pool = ThreadPoolExecutor(max_workers=partitions, thread_name_prefix="webhook")
 
-    def send(self, events: list[Event]) -> list[Outcome]:
+    def send(self, events: list[Event], until: float | None = None) -> list[Outcome]:
         lanes: dict[int, list[Event]] = {}
         for event in events:
             lanes.setdefault(event.partition, []).append(event)
         done = {}
-        for outcomes in self.pool.map(self._lane, lanes.values()):
+        for outcomes in self.pool.map(lambda lane: self._lane(lane, until), lanes.values()):
             done.update((o.event_id, o) for o in outcomes)
         return [done[event.event_id] for event in events]
 
-    def _lane(self, events: list[Event]) -> list[Outcome]:
-        return [self._post(event) for event in events]
+    def _lane(self, events: list[Event], until: float | None) -> list[Outcome]:
+        """One partition's events, one after the other (a key's are all in one lane): a key
+        whose event was not acknowledged sends nothing more in this batch."""
+        stopped, outcomes = set(), []
+        for event in events:
+            if event.line in stopped:
+                outcomes.append(Outcome(event.event_id, HELD, "an earlier event of its ordering key was not acknowledged"))
+            elif until is not None and time.monotonic() > until:
+                outcomes.append(Outcome(event.event_id, HELD, "the batch's time was up"))
+            else:
+                outcomes.append(self._post(event))
+                if outcomes[-1].verdict != ACK:
+                    stopped.add(event.line)
+        return outcomes
 
     def _post(self, event: Event) -> Outcome:
         headers = {"Content-Type": "application/json", "Idempotency-Key": event.event_id}
