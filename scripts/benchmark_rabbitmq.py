@@ -43,7 +43,7 @@ def events(n: int, partitions: int) -> list:
                 "element_id": "wait-for-payment", "subscription_type": "CATCH",
                 "correlated_at": "2026-11-26T10:00:00.000Z", "message_published_at": "2026-11-26T09:59:59.123Z",
                 "variables": {"amount": i % 1000, "currency": "EUR"}}
-        made.append(Event(body["event_id"], CORRELATED, "<default>", key, i, 1, partition,
+        made.append(Event(body["event_id"], CORRELATED, "<default>", key, key, i, 1, partition,
                           json.dumps(body, separators=(",", ":")).encode()))
     return made
 

@@ -129,6 +129,14 @@ class Receiver:
         """The requests as (tenant, key, sequence), in the order they came."""
         return [(tenant, key, sequence) for _, tenant, key, sequence, _ in self.requests]
 
+    def applied_rows(self) -> list[Row]:
+        """The events as an idempotent consumer applied them (each once, at its first 2xx)."""
+        first = {}
+        for event_id, tenant, key, sequence, status in self.requests:
+            if 200 <= status < 300:
+                first.setdefault(event_id, (tenant, key, sequence))
+        return list(first.values())
+
     def sequences(self) -> dict[tuple[str, str], list[int]]:
         """Each ordering key's sequences in the order their requests came."""
         return by_ordering_key(self.rows())

@@ -32,7 +32,8 @@ def test_backoff_is_full_jitter_under_the_capped_exponential():
 def test_due_chains_are_interleaved_and_a_waiting_head_holds_its_key():
     book = ledger(ev("a2", "A", 2, 2), ev("a1", "A", 1, 1), ev("b1", "B", 1, 3), ev("a3", "A", 3, 4))
     assert [e.event_id for e in book.due(T0, 10)] == ["a1", "b1", "a2", "a3"]
-    assert [e.event_id for e in book.due(T0, 3)] == ["a1", "b1", "a2"]
+    assert [e.event_id for e in book.due(T0, 3)] == ["a1", "a2", "a3"]  # whole chains, key after key
+    assert [e.event_id for e in book.due(T0, 2)] == ["a1", "a2"]
     a1, b1, a2, a3 = book.due(T0, 10)
     book.mark_sent([a1, b1, a2, a3])
     book.record([a1, b1, a2, a3], [Outcome("a1", RETRY, "HTTP 503"), Outcome("b1", ACK),
@@ -51,9 +52,12 @@ def test_due_chains_are_interleaved_and_a_waiting_head_holds_its_key():
 
 def test_a_rejection_cancels_the_group_but_not_what_was_acknowledged_with_it():
     book = ledger(ev("a1", "A", 1, 7), ev("a2", "A", 2, 7), ev("b1", "B", 1, 7), ev("c1", "C", 1, 8))
-    heads = book.due(T0, 3)
-    book.record(heads, [Outcome("a1", REJECT, "HTTP 422"), Outcome("b1", ACK), Outcome("c1", ACK)], T0)
-    assert [heads[0].status, heads[1].status] == ["CANCELLED", "ACKED"]
+    batch = book.due(T0, 10)
+    assert [e.event_id for e in batch] == ["a1", "b1", "c1", "a2"]
+    book.mark_sent(batch)
+    book.record(batch, [Outcome("a1", REJECT, "HTTP 422"), Outcome("b1", ACK), Outcome("c1", ACK),
+                        Outcome("a2", HELD, "held")], T0)
+    assert [batch[0].status, batch[1].status] == ["CANCELLED", "ACKED"]
     assert book.by_key == {} and book.tally == Counter(sent=3, attempts=3, acked=2, dead_letters=2)
     state, attempts = book.flush(T0)
     assert {r["event_id"]: r["status"] for r in state} == {"a1": "CANCELLED", "a2": "CANCELLED",

@@ -88,15 +88,21 @@ class Ledger:
         return [events[0] for events in self.by_key.values()]
 
     def due(self, now: datetime, limit: int) -> list[Tracked]:
-        """At most `limit` events that may be sent now: the chain of each key whose head is
+        """At most `limit` events that may be sent now: the chains of the keys whose head is
         due (new, sent by a pass that did not record the outcome, or waiting for a retry
-        that fell due), the head and the key's events behind it in sequence order. The
-        chains are interleaved (every chain's first, then every chain's second, …), so a
-        long chain does not keep the other keys waiting."""
-        chains = [events for events in self.by_key.values() if self._due(events[0], now)]
+        that fell due), each the head and the key's events behind it in sequence order, key
+        after key until `limit`; interleaved (every chain's first, then every chain's
+        second, …), so that a long chain does not hold the keys that share its lane."""
+        chains, taken = [], 0
+        for events in self.by_key.values():
+            if taken >= limit:
+                break
+            if self._due(events[0], now):
+                chains.append(events[:limit - taken])
+                taken += len(chains[-1])
         batch, depth = [], 0
-        while chains and len(batch) < limit:
-            batch += [chain[depth] for chain in chains[:limit - len(batch)]]
+        while chains:
+            batch += [chain[depth] for chain in chains]
             depth += 1
             chains = [chain for chain in chains if len(chain) > depth]
         return batch
