@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -25,11 +26,12 @@ from collections import Counter
 
 import pika
 import pytest
+from deltalake import DeltaTable
 from support.delivery_helpers import TENANT, by_key_alone, not_in_sequence, out_of_order, write_outbox
 from support.delivery_helpers import event as outbox_row
 from support.helpers import free_port
 
-from correlake.config import PROJECT_ROOT
+from correlake.config import PROJECT_ROOT, table_path
 from correlake.delivery import amqp
 from correlake.delivery.events import ACK, CORRELATED, REJECT, RETRY, Event, Outcome, partition_of
 from correlake.delivery.rabbitmq import EXCHANGE, RabbitMQSink, queue_name
@@ -394,10 +396,6 @@ def deliver(lake: str, url: str, *options: str) -> int:
 
 
 def delivery_statuses(lake: str) -> Counter:
-    from deltalake import DeltaTable
-
-    from correlake.config import table_path
-
     return Counter(DeltaTable(table_path(lake, "delivery_state")).to_pyarrow_table().column("status").to_pylist())
 
 
@@ -442,6 +440,60 @@ def test_a_pass_with_the_broker_killed_mid_pass(broker, tmp_path, monkeypatch, c
     consume(broker.url, ledger, list(range(PARTITIONS)), prefetch=500, until_applied=len(earlier) + len(OUTBOX),
             timeout=WAIT, synchronous=FAST)
     assert_exactly_once_in_order(ledger, outbox_events(earlier + OUTBOX))
+
+
+def _policy(broker, queue: str, definition: str | None) -> None:
+    """Set (or clear) a length limit on one queue, and wait until the queue has it."""
+    done = (broker.ctl("set_policy", "--apply-to", "queues", "cap", f"^{re.escape(queue)}$", definition)
+            if definition else broker.ctl("clear_policy", "cap"))
+    assert done.returncode == 0, done.stderr
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        listed = broker.ctl("list_queues", "-q", "--no-table-headers", "name", "policy").stdout.split("\n")
+        if any(line.split("\t")[0] == queue and (line.split("\t")[1:] == ["cap"]) == bool(definition)
+               for line in listed if line):
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"policy on {queue} not applied")
+
+
+CHAIN = 3000
+
+
+def test_a_nack_in_the_middle_of_a_chain(broker, tmp_path, capsys):
+    """A key's 3,000-event chain in one pass, its queue limited to 100 messages that refuses
+    the rest (`overflow: reject-publish`, which a quorum queue applies a little late): the
+    broker confirms a prefix of the chain and nacks the next; nothing of the key after it
+    is confirmed (the later ones nacked too, or held back unsent). Once the limit is lifted,
+    the next pass sends the chain on from there, and the idempotent consumer applies all
+    once, in order (t2's events of the same key, in the same queue, after t1's first)."""
+    lake = str(tmp_path / "lake")
+    hot = next(k for k in (f"hot-{i}" for i in range(100)) if len({partition_of(t, k, PARTITIONS) for t in TENANTS}) == 1)
+    rows = [outbox_row("t1", hot, s, s) for s in range(1, CHAIN + 1)]
+    later = [outbox_row("t2", hot, s, CHAIN + s) for s in (1, 2)]  # a later run's, queued behind t1's first
+    write_outbox(lake, rows)
+    declared = RabbitMQSink(broker.url)
+    declared.prepare(PARTITIONS)
+    declared.close()
+    queue = queue_name(partition_of("t1", hot, PARTITIONS))
+    _policy(broker, queue, '{"max-length": 100, "overflow": "reject-publish"}')
+    try:
+        assert deliver(lake, broker.url, "--max-seconds", "2") == 0  # retried, and refused again, for 2 s
+        assert "nacked by the broker" in capsys.readouterr().out
+        chain = {r["event_id"]: r["sequence"] for r in rows}
+        status = {chain[r["event_id"]]: r["status"] for r in DeltaTable(table_path(lake, "delivery_state"))
+                  .to_pyarrow_table().to_pylist()}
+        acked = sorted(s for s, st in status.items() if st == "ACKED")
+        assert acked == list(range(1, len(acked) + 1)) and 100 <= len(acked) < CHAIN, status  # a prefix
+    finally:
+        _policy(broker, queue, None)
+    write_outbox(lake, later)
+    rows += later
+    assert deliver(lake, broker.url) == 0
+    assert delivery_statuses(lake) == {"ACKED": len(rows)}
+    ledger = tmp_path / "ledger.sqlite"
+    consume(broker.url, ledger, list(range(PARTITIONS)), until_applied=len(rows), timeout=WAIT, synchronous=FAST)
+    assert_exactly_once_in_order(ledger, outbox_events(rows))
 
 
 def test_a_partition_change_waits_until_the_old_queues_are_drained(broker, outbox_lake, tmp_path, capsys):

@@ -134,6 +134,20 @@ def test_retries_then_acknowledged_and_the_key_waits(lake, receiver, capsys):
                      (3, "RETRY", "HTTP 429 Too Many Requests"), (4, "ACK", "HTTP 200 OK")]
 
 
+def test_a_503_in_the_middle_of_a_chain_holds_the_rest_of_it(lake, receiver, capsys):
+    """A key's chain goes in one batch; its second event answered 503: the third is not sent
+    (HELD, no attempt) until the second is acknowledged; the other keys go on."""
+    middle, last = EVENT[(TENANT, "order-4", 2)], EVENT[(TENANT, "order-4", 3)]
+    receiver.script[middle] = [503]
+    code, out = deliver(lake, receiver, *FAST_RETRY, capsys=capsys)
+    assert code == 0 and f"{len(ROWS)} events sent in {len(ROWS) + 1} attempts (1 answered with a retry)" in out
+    assert receiver.sequences()[(TENANT, "order-4")] == [1, 2, 2, 3]
+    assert_in_order(receiver)
+    assert statuses(lake) == {"ACKED": len(ROWS)}
+    assert [a["outcome"] for a in attempts(lake) if a["event_id"] == last] == ["ACK"]  # held: no attempt
+    assert [a["outcome"] for a in attempts(lake) if a["event_id"] == middle] == ["RETRY", "ACK"]
+
+
 def test_a_retry_not_due_waits_for_the_next_pass(lake, receiver, capsys):
     head = EVENT[(TENANT, "order-3", 1)]
     receiver.script[head] = [502]
