@@ -78,8 +78,8 @@ def write_outbox(lake: str, rows: list[dict], batch: int = 1_000_000) -> None:
 
 class Receiver:
     """A webhook on 127.0.0.1 (a free port) in a thread. Every request is kept in `requests`
-    as (event_id, tenant, key, sequence, status); an event's first 2xx is `applied` (an
-    idempotent consumer). `script[event_id]`: the answers to its next requests, each a
+    as (event_id, tenant, key, sequence, status), its time (monotonic) in `times`; an
+    event's first 2xx is `applied` (an idempotent consumer). `script[event_id]`: the answers to its next requests, each a
     status or (status, seconds to wait first); then 200. `delay`: seconds before every answer."""
 
     def __init__(self):
@@ -108,7 +108,7 @@ class Receiver:
 
     def reset(self, delay: float = 0.0) -> None:
         with self.lock:
-            self.requests, self.applied, self.headers = [], {}, []
+            self.requests, self.applied, self.headers, self.times = [], {}, [], []
             self.script: dict[str, list] = defaultdict(list)
             self.delay = delay
 
@@ -120,6 +120,7 @@ class Receiver:
             status, wait = answer if isinstance(answer, tuple) else (answer, self.delay)
             self.requests.append((event["event_id"], event["tenant_id"], event["ordering_key"],
                                   event["sequence"], status))
+            self.times.append(time.monotonic())
             self.headers.append((dict(headers), body))
             if 200 <= status < 300:
                 self.applied.setdefault(event["event_id"], len(self.applied))
