@@ -145,7 +145,7 @@ def _partitions_usable(lake: str, sink: Sink, partitions: int, result: PassResul
 
 def _marks(lake: str) -> dict:
     """`_state/delivery.json`: the last pass's `partitions` and `ordering` (revision);
-    `registered`, the outbox version
+    `registering`, a registration begun and not finished; `registered`, the outbox version
     whose events all have their `delivery/state` rows (and that table's id)."""
     try:
         marks = json.loads(state(lake).read(MARKS) or "{}")
@@ -174,11 +174,10 @@ def _load(lake: str, outbox: tables.Outbox, version: int, settings: Settings) ->
     open_rows = {row["event_id"]: row for row in tables.read_state(lake, statuses=OPEN).to_pylist()}
     new = pa.array([], pa.string())
     if _marks(lake).get("registered") != _registration(lake, version):
-        ids = outbox.ids()
-        known = tables.read_state(lake, ["event_id"])["event_id"]
-        new = ids.filter(pc.invert(pc.is_in(ids, value_set=known))).combine_chunks()
+        new = _unregistered(lake, outbox)
+        _mark(lake, registering=True)
         tables.append_state(lake, [_pending(event_id, moment) for event_id in new.to_pylist()])
-        _mark(lake, registered=_registration(lake, version))
+        _mark(lake, registered=_registration(lake, version), registering=False)
         counts[PENDING] += len(new)
     dead = tables.read_state(lake, statuses=DEAD_LETTERS) if settings.requeue else None
     wanted = [new, pa.array(list(open_rows), pa.string())] + ([dead["event_id"].combine_chunks()] if dead else [])
@@ -203,6 +202,22 @@ def _load(lake: str, outbox: tables.Outbox, version: int, settings: Settings) ->
     ledger = Ledger(events, counts, policy)
     ledger.tally["requeued"] = len(requeued)
     return ledger
+
+
+def _unregistered(lake: str, outbox: tables.Outbox) -> pa.Array:
+    """The ids of the outbox's events that have no `delivery/state` row yet. Those of the
+    files added since the version registered last, when the state table is the same and
+    no registration was cut short (what a pass reads follows what runs added); else
+    every id of the outbox, less those of the state table."""
+    marks, state_table = _marks(lake), tables.table_id(lake, "delivery_state")
+    last = marks.get("registered") or {}
+    if last.get("state_table") == state_table and state_table and not marks.get("registering"):
+        added = outbox.ids(since=last["outbox_version"])
+        if added is not None:
+            return added.combine_chunks()
+    ids = outbox.ids()
+    known = tables.read_state(lake, ["event_id"])["event_id"]
+    return ids.filter(pc.invert(pc.is_in(ids, value_set=known))).combine_chunks()
 
 
 def _registration(lake: str, version: int) -> dict:

@@ -32,12 +32,22 @@ class Outbox:
     the rows kept are held, not the file)."""
 
     def __init__(self, lake: str, version: int):
+        self.lake, self.version = lake, version
         table = _table(lake, "outbox", version)
-        self.fragments = list(table.to_pyarrow_dataset().get_fragments()) if table else []
+        self.fragments = _fragments(table)
 
-    def ids(self) -> pa.ChunkedArray:
-        """Every event's id."""
-        return pa.chunked_array([f.to_table(columns=["event_id"])["event_id"] for f in self.fragments], pa.string())
+    def ids(self, since: int | None = None) -> pa.ChunkedArray | None:
+        """Every event's id; with `since` (an earlier version), those of the files added
+        after it: None if a file of that version is gone (the table was rewritten)."""
+        fragments = self.fragments
+        if since is not None:
+            if since > self.version:
+                return None
+            before = {f.path for f in _fragments(_table(self.lake, "outbox", since))}
+            if not before <= {f.path for f in self.fragments}:
+                return None
+            fragments = [f for f in self.fragments if f.path not in before]
+        return pa.chunked_array([f.to_table(columns=["event_id"])["event_id"] for f in fragments], pa.string())
 
     def keys(self, event_ids: pa.Array) -> pa.Table:
         """OUTBOX_KEYS of these events, and `file`: the index of the file each is in."""
@@ -56,6 +66,11 @@ class Outbox:
                                                  filter=ds.field("event_id").isin(ids))
             found.update((row["event_id"], row) for row in part.to_pylist())
         return found
+
+
+def _fragments(table) -> list:
+    """A table's data files as pyarrow fragments (none: no table)."""
+    return list(table.to_pyarrow_dataset().get_fragments()) if table else []
 
 
 def _query(lake: str, names: dict[str, str], sql: str) -> pa.Table | None:
