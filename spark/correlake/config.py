@@ -115,6 +115,7 @@ DELIVERY_RETRY_BASE_SECONDS = 1.0  # a retry waits uniform(0, min(cap, base * 2^
 DELIVERY_RETRY_CAP_SECONDS = 300.0
 DELIVERY_MAX_SECONDS = 60.0  # a pass starts no new batch after this long
 DELIVERY_COMPACT_FILES = 64  # a delivery table with more files than this is compacted at a pass's end
+DELIVERY_RETAIN_DAYS = 30  # `correlake maintain` removes the attempts of events final for longer
 WEBHOOK_TIMEOUT_SECONDS = 10.0  # one POST's connect and response time
 WEBHOOK_SECRET_ENV = "CORRELAKE_WEBHOOK_SECRET"
 GOLD_TABLES = ("correlations", "messages", "subscriptions", "message_started_instances")

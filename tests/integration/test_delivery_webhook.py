@@ -275,14 +275,30 @@ def test_a_killed_pass_then_another_delivers_each_event_once_in_effect(lake, rec
     assert statuses(lake) == {"ACKED": len(ROWS)}
 
 
-def test_delivery_tables_read_by_spark(lake, receiver, spark):
+def test_delivery_tables_read_by_spark_and_the_backlog_a_bounded_pass_leaves(lake, receiver, spark, capsys):
+    """A pass that cannot finish in its bound (a head waiting for a retry an hour away) says
+    how many events wait and since when; the view `delivery_backlog` says it per tenant.
+    The tables delta-rs wrote read the same in Spark."""
+    from correlake.lake import catalog
+
     receiver.script[EVENT[(TENANT, "order-0", 1)]] = [500]
-    deliver(lake, receiver, *FAST_RETRY)
-    for name in ("delivery_state", "delivery_attempts"):
+    code, out = deliver(lake, receiver, "--retry-base", "3600", "--retry-cap", "3600", "--max-seconds", "1",
+                        capsys=capsys)
+    assert code == 0 and "3 events wait for a later pass, the longest since " in out  # order-0's 1, 2, 3
+    for name in ("delivery_state", "delivery_attempts", "outbox"):
         ours = DeltaTable(table_path(lake, name)).to_pyarrow_table().to_pylist()
         theirs = [r.asDict() for r in spark.read.format("delta").load(table_path(lake, name)).collect()]
-        key = (lambda r: r["event_id"]) if name == "delivery_state" else (lambda r: (r["event_id"], r["attempt"]))
+        spark.read.format("delta").load(table_path(lake, name)).createOrReplaceTempView(name)
+        key = (lambda r: (r["event_id"], r.get("attempt")))
         assert len(theirs) == len(ours) and sorted(map(key, theirs)) == sorted(map(key, ours))
+    views = catalog.views()
+    for name in ("delivery_events", "delivery_backlog"):
+        spark.sql(f"CREATE OR REPLACE TEMP VIEW {name} AS {views[name].sql}")
+    [backlog] = [r.asDict() for r in spark.sql("SELECT * FROM delivery_backlog").collect()]
+    assert {k: backlog[k] for k in ("tenant_id", "waiting", "ordering_keys", "awaiting_retry", "a_last_error")} == {
+        "tenant_id": TENANT, "waiting": 3, "ordering_keys": 1, "awaiting_retry": 1, "a_last_error": "HTTP 500 "
+        "Internal Server Error"}
+    assert backlog["oldest_age_s"] > 0
 
 
 def test_a_later_run_s_events_are_delivered_and_nothing_else_again(lake, receiver, monkeypatch):
@@ -310,6 +326,27 @@ def test_a_later_run_s_events_are_delivered_and_nothing_else_again(lake, receive
     assert deliver(lake, receiver)[0] == 0 and every_id == [["event_id"]]
     assert [r[0] for r in receiver.requests] == [third[0]["event_id"]]
     assert DeltaTable(table_path(lake, "delivery_state")).to_pyarrow_table().num_rows == len(ROWS) + 3  # once each
+
+
+def test_maintenance_prunes_the_attempts_of_events_final_past_the_retention(lake, receiver):
+    """`correlake maintain`'s delivery part (delivery/retention.py): the attempts of events
+    final since before the retention go (a dry run only counts them), those of an event
+    still waiting stay, every state row stays; a pass holding the lock: nothing done."""
+    from correlake.delivery import retention
+    from correlake.delivery.deliver import DELIVERY_LOCK
+
+    waiting = EVENT[(TENANT, "order-5", 1)]
+    receiver.script[waiting] = [503]
+    deliver(lake, receiver, "--retry-base", "3600", "--retry-cap", "3600", "--max-seconds", "1")
+    tried = attempts(lake)
+    assert retention.prune(lake, 1.0) == 0  # final for less than a day
+    assert retention.prune(lake, 0.0, dry_run=True) == len(tried) - 1 and attempts(lake) == tried
+    with held(lake, DELIVERY_LOCK):
+        assert retention.prune(lake, 0.0) is None
+    assert retention.prune(lake, 0.0) == len(tried) - 1
+    assert [(a["event_id"], a["outcome"]) for a in attempts(lake)] == [(waiting, "RETRY")]
+    assert len(state(lake)) == len(ROWS) and statuses(lake)["AWAITED"] == 1
+    assert len(DeltaTable(table_path(lake, "delivery_attempts")).file_uris()) == 1  # compacted
 
 
 class HoldingQueue:

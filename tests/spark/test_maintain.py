@@ -66,6 +66,7 @@ def test_maintenance_compacts_and_changes_no_row(spark, lake_dir):
     assert DeltaTable(table_path(lake_dir, "subscriptions")).to_pandas().shape[0] == len(before["subscriptions"])
     assert all(t.vacuumed == 0 for t in tables.values())  # 168 h: every replaced file is still young
     assert result.validations == 0  # nor are the gates' validations of the two runs old
+    assert result.delivery_attempts == 0  # no delivery pass yet: no delivery table
     assert all(t.on_disk[1] == t.on_disk[0] + t.files[1] for t in tables.values() if t.compacted)
     assert all(t.log_files[1] > t.log_files[0] for t in tables.values())  # commits, a checkpoint
     assert contents(spark, lake_dir, old) == before  # time travel to before maintenance

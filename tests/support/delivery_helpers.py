@@ -35,7 +35,7 @@ def event(tenant: str, key: str, sequence: int, message_key: int, variables: dic
     partition = partition_of(tenant, line, DELIVERY_PARTITIONS)
     payload = {"event_id": event_id, "kind": CORRELATED, "ordering_key": line, "sequence": sequence,
                "partition": partition, "tenant_id": tenant, "correlation_key": key, "message_key": message_key,
-               "variables": variables or {"n": sequence}}
+               "correlated_at": "2026-01-01T00:00:00.000Z", "variables": variables or {"n": sequence}}
     return {"event_id": event_id, "kind": CORRELATED, "tenant_id": tenant, "correlation_key": key,
             "ordering_key": line, "message_key": message_key, "bpmn_process_id": "p", "sequence": sequence,
             "partition": partition, "payload": json.dumps(payload, separators=(",", ":")), "_run_id": "r1"}

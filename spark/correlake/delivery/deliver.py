@@ -69,6 +69,8 @@ class PassResult:
     outbox_version: int | None = None
     seconds: float = 0.0
     note: str | None = None  # why the pass sent nothing, if it is not that nothing was due
+    waiting: int = 0  # the events not final after the pass
+    waiting_since: datetime | None = None  # since when the longest of them waits (`Tracked.since`)
 
 
 def now() -> datetime:
@@ -121,6 +123,7 @@ def _pass(lake: str, sink: Sink, settings: Settings, started: float) -> PassResu
     _record(lake, ledger, now())
     tables.compact(lake)
     result.last_error = ledger.last_error
+    result.waiting, result.waiting_since = ledger.waiting()
     return result
 
 
@@ -198,7 +201,8 @@ def _load(lake: str, outbox: tables.Outbox, version: int, settings: Settings) ->
         line = (row["tenant_id"], ordering_key(row["correlation_key"], row["message_key"]))
         events.append(Tracked(row["event_id"], line, row["message_key"],
                               row["sequence"], row["file"], st.get("status", PENDING), st.get("attempts", 0),
-                              st.get("next_attempt_at"), st.get("last_error"), started.get(row["event_id"])))
+                              st.get("next_attempt_at"), st.get("last_error"), started.get(row["event_id"]),
+                              seen=st.get("updated_at", moment) if st.get("status", PENDING) == PENDING else None))
     ledger = Ledger(events, counts, policy)
     ledger.tally["requeued"] = len(requeued)
     return ledger
@@ -295,5 +299,9 @@ def summary(result: PassResult) -> str:
     lines.append(tallied(result) + (f", {tally['requeued']} requeued" if tally['requeued'] else ""))
     if result.last_error:
         lines.append(f"last error: {result.last_error}; {result.statuses[AWAITED]} events wait for a retry")
+    if result.waiting:
+        since = result.waiting_since
+        lines.append(f"{result.waiting} events wait for a later pass" + ("" if since is None else
+                     f", the longest since {since:%Y-%m-%dT%H:%M:%SZ} ({(now() - since).total_seconds():.0f} s)"))
     lines.append("events by status: " + ", ".join(f"{s} {result.statuses[s]}" for s in STATUSES))
     return "\n".join(lines)

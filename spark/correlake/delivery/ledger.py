@@ -46,6 +46,12 @@ class Tracked:
     last_error: str | None = None
     clock: datetime | None = None
     unsent: tuple[str, datetime | None] | None = None  # its status and next attempt before it was marked SENT
+    seen: datetime | None = None  # when a pass first saw it (its PENDING row's time)
+
+    @property
+    def since(self) -> datetime | None:
+        """How long it waits: from its first attempt (since its requeue), or from when a pass first saw it."""
+        return self.clock or self.seen
 
     def row(self, now: datetime) -> dict:
         return {"event_id": self.event_id, "status": self.status, "attempts": self.attempts,
@@ -83,6 +89,11 @@ class Ledger:
         self.tally = Counter()  # this pass: events sent, attempts, their outcomes
         self.sent_ids: set[str] = set()
         self.last_error: str | None = None  # this pass's last answer that was not an acknowledgement
+
+    def waiting(self) -> tuple[int, datetime | None]:
+        """The events not final, and since when the longest of them waits."""
+        events = [e for chain in self.by_key.values() for e in chain]
+        return len(events), min((e.since for e in events if e.since is not None), default=None)
 
     def heads(self) -> list[Tracked]:
         return [events[0] for events in self.by_key.values()]

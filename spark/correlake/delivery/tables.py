@@ -137,14 +137,28 @@ def append_attempts(lake: str, rows: list[dict]) -> None:
         write(lake, "delivery_attempts", _rows("delivery_attempts", rows))
 
 
-def compact(lake: str) -> list[str]:
+def prune_attempts(lake: str, final: tuple[str, ...], before, dry_run: bool) -> int:
+    """Remove (dry run: count) the rows of `delivery/attempts` of the events whose status is
+    one of `final` since before `before` (the state's `updated_at`): one rewrite of the table."""
+    keep = (f"NOT EXISTS (SELECT 1 FROM s WHERE s.event_id = a.event_id AND s.status IN ({_quoted(final)}) "
+            f"AND s.updated_at < TIMESTAMP '{before.isoformat()}')")
+    kept = _query(lake, {"a": "delivery_attempts", "s": "delivery_state"}, f"SELECT a.* FROM a WHERE {keep}")
+    if kept is None:
+        return 0
+    gone = _query(lake, {"a": "delivery_attempts"}, "SELECT count(*) AS n FROM a")["n"][0].as_py() - kept.num_rows
+    if gone and not dry_run:
+        write(lake, "delivery_attempts", kept.cast(arrow_schema("delivery_attempts")), mode="overwrite")
+    return gone
+
+
+def compact(lake: str, every: bool = False) -> list[str]:
     """Compact the delivery tables that have more than DELIVERY_COMPACT_FILES files (each
-    round adds one or two), with a checkpoint, and vacuum them (the table's retention, 7 days
-    by default, enforced): which ones were."""
+    batch adds one or two; `every`: all of them), with a checkpoint, and vacuum them (the
+    table's retention, 7 days by default, enforced): which ones were."""
     done = []
     for name in ("delivery_state", "delivery_attempts"):
         table = _table(lake, name)
-        if table is not None and len(table.file_uris()) > DELIVERY_COMPACT_FILES:
+        if table is not None and (every or len(table.file_uris()) > DELIVERY_COMPACT_FILES):
             table.optimize.compact()
             table.create_checkpoint()
             table.vacuum(dry_run=False)

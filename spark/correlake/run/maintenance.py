@@ -20,7 +20,15 @@ from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
-from correlake.config import DELETION_VECTOR_TABLES, DELTA_RETAIN_HOURS, TABLES, WRITE_THREADS, table_path
+from correlake.config import (
+    DELETION_VECTOR_TABLES,
+    DELIVERY_RETAIN_DAYS,
+    DELTA_RETAIN_HOURS,
+    TABLES,
+    WRITE_THREADS,
+    table_path,
+)
+from correlake.delivery import retention
 from correlake.lake import journal, lock
 from correlake.lake import tables as lake
 from correlake.lake.sqlfiles import delta_table
@@ -57,6 +65,7 @@ class Maintenance:
     pending_run: bool = False        # dry run: an unfinished run would be rolled back
     tables: list[TableReport] = field(default_factory=list)
     validations: int = 0             # gate validations removed, results and pages (dry run: would remove)
+    delivery_attempts: int | None = None  # delivery/attempts rows past DELIVERY_RETAIN_DAYS removed (None: busy)
     seconds: float = 0.0
 
 
@@ -81,6 +90,7 @@ def maintain(spark: SparkSession, lake_dir: str, retain_hours: float | None = No
         result.validations = len(validations)
         if not dry_run:
             remove_validations(lake_dir, validations)
+        result.delivery_attempts = retention.prune(lake_dir, DELIVERY_RETAIN_DAYS, dry_run)
     result.seconds = round(time.perf_counter() - start, 2)
     return result
 
@@ -193,5 +203,10 @@ def summary(result: Maintenance) -> str:
                     f"{', '.join(dropped)}: readers without it (delta-rs's to_pandas) read them")
     docs = (f"gates: {'would remove' if result.dry_run else 'removed'} {result.validations} validations past the "
             "retention, with their Data Docs pages (each suite's latest kept)")
-    return "\n".join(head + rows + [docs, f"total {result.seconds} s (tables are maintained {WRITE_THREADS} at a time: "
-                                     "their seconds overlap)"])
+    delivery = ("delivery: a pass holds the delivery lock: its tables are left for the next maintenance"
+                if result.delivery_attempts is None else
+                f"delivery: {'would remove' if result.dry_run else 'removed'} {result.delivery_attempts} attempts of "
+                f"events final for over {DELIVERY_RETAIN_DAYS} days"
+                + ("" if result.dry_run else "; delivery/state and delivery/attempts compacted"))
+    total = f"total {result.seconds} s (tables are maintained {WRITE_THREADS} at a time: their seconds overlap)"
+    return "\n".join(head + rows + [docs, delivery, total])
