@@ -81,6 +81,7 @@ class Watch:
         if sum(result.tally.values()) or result.note != self.last_note:  # an idle pass prints nothing
             self._line(f"pass: {tallied(result).removeprefix('this pass: ')}, {result.seconds:.1f} s"
                        + (f"; last error: {result.last_error}" if result.last_error else "")
+                       + (f"; {result.waiting} events wait" if result.waiting else "")
                        + (f" — {result.note}" if result.note else ""))
         self.last_note = result.note
         return result
