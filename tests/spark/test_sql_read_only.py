@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from correlake.interfaces import cli, read_only
+from correlake.analysis import read_only
+from correlake.interfaces import cli
 from correlake.lake import catalog
 
 

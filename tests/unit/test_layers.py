@@ -16,6 +16,7 @@ PACKAGE = Path(correlake.__file__).parent
 LAYERS = (
     ("interfaces",),
     ("driver",),  # the long-lived driver: transport, client, server, warm-up, the kept driver
+    ("analysis",),  # what analysts ask of a lake: sql, report, explain (served by a driver)
     ("run",),  # a run's stages, its write and publish, maintenance
     ("caches",),  # what a process keeps from one run to the next
     ("quality",),

@@ -10,8 +10,6 @@ from html import escape
 from correlake.config import absolute, data_docs_dir, default_max_quarantine_ratio, expectations_dir
 from correlake.interfaces import charts
 
-TIME = "'yyyy-MM-dd HH:mm'"  # the queries' times ({time}), as `_hour_labels` reads them
-
 
 def page(data: dict[str, list[dict]], lake: str) -> str:
     """The HTML page of the report's data (`report.gather`)."""

@@ -1,16 +1,16 @@
 """`correlake sql`: a read-only Spark SQL query over a lake's tables and views, printed
-as an aligned table or written to a CSV or Parquet file."""
+as an aligned table or written to a CSV or Parquet file (`analysis/query.py`, on the
+warm driver if one serves)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime
 from pathlib import Path
 
-from correlake.errors import EXIT_OK, UsageError, first_line
+from correlake.config import absolute
+from correlake.errors import EXIT_OK, UsageError
 from correlake.interfaces import options
-from correlake.text import escape
 
 FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 
@@ -29,11 +29,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def main(args: argparse.Namespace) -> int:
-    from pyspark.errors import PySparkException
-    from pyspark.logger import PySparkLogger
-
+    from correlake.analysis import query
+    from correlake.driver import client
     from correlake.lake import catalog
-    from correlake.runtime.session import get_spark
 
     if args.list:
         catalog.require_gold(args.lake)
@@ -45,19 +43,8 @@ def main(args: argparse.Namespace) -> int:
     catalog.require_gold(args.lake)
     if warning := catalog.unfinished_warning(args.lake):
         print(warning, file=sys.stderr)
-    spark = get_spark()
-    spark_errors = PySparkLogger.getLogger("SQLQueryContextLogger")  # it would print each SQL error as JSON too
-    spark_errors.disabled = True
-    try:
-        listed = args.query.lstrip().upper().startswith("SHOW")  # SHOW TABLES lists them all
-        catalog.register(spark, args.lake, None if listed else [args.query])
-        df = run(spark, args.query)
-        print(f"wrote {write(df, args.out, fmt)} rows to {args.out}" if args.out else show(df, args.limit))
-    except PySparkException as exc:
-        hint = " (`correlake sql --list` names them)" if exc.getCondition() == "TABLE_OR_VIEW_NOT_FOUND" else ""
-        raise UsageError(first_line(exc) + hint) from None
-    finally:
-        spark_errors.disabled = False
+    print(client.call(query.answer, absolute(args.lake), args.query, args.limit,
+                      absolute(args.out) if args.out else None, fmt))
     return EXIT_OK
 
 
@@ -73,75 +60,8 @@ def listing(lake: str) -> str:
                       *(f"  {v.name:<{width}}  {v.question}" for v in views().values())])
 
 
-def run(spark, text: str):
-    """The statement's DataFrame; anything but a read of the lake's tables and views is refused."""
-    from correlake.interfaces import read_only
-    from correlake.lake.catalog import TABLE_NAMES, views
-
-    return read_only.query(spark, text, [*TABLE_NAMES, *views()])
-
-
-def show(df, limit: int) -> str:
-    """The first `limit` rows as an aligned text table (control characters escaped: `\\x1b`, `\\n`),
-    and how many were left out."""
-    table = df.limit(limit + 1).toArrow()
-    shown = table.slice(0, limit)
-    names = list(map(escape, table.column_names))
-    rows = [[escape(_cell(v)) for v in values] for values in zip(*(column.to_pylist() for column in shown.columns))]
-    numeric = [_is_number(t) for t in table.schema.types]
-    widths = [max([len(c), *(len(r[i]) for r in rows)]) for i, c in enumerate(names)]
-
-    def line(cells):
-        return "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)).rstrip()
-
-    out = [line(names), line(["-" * w for w in widths]), *map(line, rows)]
-    if table.num_rows > limit:
-        total = df.count()
-        out.append(f"({limit} of {total} rows shown; {total - limit} not shown: raise --limit or use --out FILE)")
-    else:
-        out.append(f"({len(rows)} row{'s' if len(rows) != 1 else ''})")
-    return "\n".join(out)
-
-
-def write(df, path: str, fmt: str) -> int:
-    """Write every row to one local file; return the row count."""
-    import pyarrow.csv
-    import pyarrow.parquet
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType, MapType, StructType
-
-    if fmt == "csv":  # CSV has no nested values: those become JSON text
-        df = df.select(*(F.to_json(f.name).alias(f.name) if isinstance(f.dataType, (ArrayType, MapType, StructType))
-                         else F.col(f.name) for f in df.schema.fields))
-    table = df.toArrow()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "csv":
-        pyarrow.csv.write_csv(table, path)
-    else:
-        pyarrow.parquet.write_table(table, path)
-    return table.num_rows
-
-
 def _out_format(path: str, fmt: str | None) -> str:
     fmt = fmt or FORMATS.get(Path(path).suffix.lower())
     if fmt is None:
         raise UsageError(f"cannot tell the format of {path}: name it .csv or .parquet, or give --format")
     return fmt
-
-
-def _cell(value) -> str:
-    if value is None:
-        return "NULL"
-    if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-    if isinstance(value, float):
-        return repr(round(value, 6))
-    if isinstance(value, list):
-        return "[" + ", ".join(map(_cell, value)) + "]"
-    return str(value)
-
-
-def _is_number(dtype) -> bool:
-    import pyarrow.types as t
-
-    return t.is_integer(dtype) or t.is_floating(dtype) or t.is_decimal(dtype)

@@ -1,0 +1,89 @@
+"""`correlake explain`'s answer: each selected message's or subscription's story in the
+total order, its reason and its near misses, from the views `explanations` and
+`near_misses` (`sql/views/`, the one place the reasons are spelled)."""
+
+from __future__ import annotations
+
+import json
+
+from correlake.analysis import explain_story
+from correlake.errors import UsageError
+
+EXPLANATION = ("kind", "tenant_id", "message_key", "element_instance_key", "message_name", "reason",
+               "related_message_key", "related_element_instance_key", "gap_ms")
+# What a story reads besides the two views
+STORY_TABLES = "gold_messages gold_subscriptions gold_correlations gold_message_started_instances gold_as_of"
+
+
+def told(spark, lake: str, on_messages: dict | None, on_subscriptions: dict | None, as_json: bool,
+         selection: str) -> str:
+    """What `correlake explain` prints for the messages and subscriptions selected by the
+    columns and values `on_messages` and `on_subscriptions` (None: none of that kind):
+    their stories, or (`as_json`) one JSON array. UsageError if none matches (`selection`:
+    the lake and selectors as the user gave them)."""
+    from correlake.lake import catalog
+
+    catalog.register(spark, lake, [f"explanations near_misses {STORY_TABLES}"])
+
+    def rows(table: str, alternatives: list[dict], *order: str) -> list[dict]:
+        df = spark.table(table).where(matching(alternatives))
+        return [r.asDict() for r in (df.orderBy(*order) if order else df).collect()]
+
+    messages = rows("gold_messages", [on_messages] if on_messages else [], "published_at", "message_key")
+    subscriptions = rows("gold_subscriptions", [on_subscriptions] if on_subscriptions else [],
+                         "opened_at", "tenant_id", "element_instance_key", "message_name")
+    if not messages and not subscriptions:
+        raise UsageError(f"nothing in {selection}")
+    objects = [("MESSAGE", m) for m in messages] + [("SUBSCRIPTION", s) for s in subscriptions]
+    which = [_identity(dict(obj, kind=kind)) for kind, obj in objects]
+    explained = {_key(r): r for r in rows("explanations", which)}
+    misses: dict[tuple, list[dict]] = {}
+    for r in spark.table("near_misses").where(matching(which)).collect():  # closest first, as the view orders them
+        misses.setdefault(_key(r.asDict()), []).append(r.asDict())
+    results = []
+    for kind, obj in objects:
+        key = _key(dict(obj, kind=kind))
+        row = explained.get(key) or _correlated(kind, obj)
+        results.append((obj, dict(row, near_misses=misses.get(key, []))))
+    if as_json:
+        return json.dumps([result for _, result in results], ensure_ascii=False)
+    stories = explain_story.Stories(rows, messages, subscriptions)
+    return "\n\n".join(stories.tell(obj, result) for obj, result in results)
+
+
+def matching(alternatives: list[dict]):
+    """A Spark condition: the columns equal to the values of one of `alternatives` (literals,
+    so that Delta can skip files)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+
+    def equal(values: dict):
+        return reduce(lambda a, b: a & b, (F.col(column) == value for column, value in values.items()), F.lit(True))
+
+    return reduce(lambda a, b: a | b, map(equal, alternatives)) if alternatives else F.lit(False)
+
+
+def _identity(row: dict) -> dict:
+    """An explained object's identifying columns, as the views name them."""
+    if row["kind"] == "MESSAGE":
+        return {"kind": "MESSAGE", "message_key": row["message_key"]}
+    return {"kind": "SUBSCRIPTION", "tenant_id": row["tenant_id"], "element_instance_key": row["element_instance_key"],
+            "message_name": row["message_name"]}
+
+
+def _key(row: dict) -> tuple:
+    return tuple(_identity(row).values())
+
+
+def _correlated(kind: str, obj: dict) -> dict:
+    """The explanation's columns for an object that correlated: no reason."""
+    row = dict.fromkeys(EXPLANATION)
+    row |= {"kind": kind, "tenant_id": obj["tenant_id"]}
+    if kind == "MESSAGE":
+        row["message_key"] = obj["message_key"]
+    else:
+        row |= {"element_instance_key": obj["element_instance_key"], "message_name": obj["message_name"]}
+    return row
+
+
