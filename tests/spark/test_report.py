@@ -35,6 +35,7 @@ def test_report_is_self_contained_and_agrees_with_gold(spark, demo_lake, report)
     for gate in ("quarantine ratio", "bronze", "silver", "gold"):
         assert re.search(rf"<td>{gate}</td><td>[^<]*</td><td>passed</td>", html), gate
     assert "missing field name" in html and "STARTED" in html
+    assert re.search(r"lines quarantined \([0-9.]+%\); at most [0-9.]+% allowed", html)  # the run's own limit
 
 
 def _chromium(*args: str) -> str:

@@ -28,21 +28,33 @@ def _layout(categories: list[str], series: dict[str, list[float]]) -> tuple[floa
     return top, ticks, HEIGHT - TOP - BOTTOM, (WIDTH - LEFT - RIGHT) / len(categories)
 
 
-def columns(categories: list[str], series: dict[str, list[float]]) -> str:
-    """Grouped vertical bars: one group per category, one bar per series."""
+def skewed(series: dict[str, list[float]], ratio: float = 20.0) -> bool:
+    """Whether a linear scale would flatten the small values: the largest over `ratio` times
+    the smallest that is not zero."""
+    values = [v for vs in series.values() for v in vs if v > 0]
+    return bool(values) and max(values) > ratio * min(values)
+
+
+def columns(categories: list[str], series: dict[str, list[float]], log: bool = False) -> str:
+    """Grouped vertical bars: one group per category, one bar per series; `log`: a log
+    scale (1, 10, 100 …), so that a bucket of thousands leaves the buckets of a few visible."""
     if not categories or not any(any(v) for v in series.values()):
         return _no_data()
     top, ticks, plot_h, slot = _layout(categories, series)
+    if log:
+        top = 10 ** math.ceil(math.log10(max(max(v) for v in series.values())) or 1)
+        ticks = [10 ** e for e in range(round(math.log10(top)) + 1)]
+    height = (lambda v: plot_h * math.log10(1 + v) / math.log10(1 + top)) if log else (lambda v: plot_h * v / top)
     bar = max(1.0, slot * 0.8 / len(series))
     marks = []
     for s, (name, values) in enumerate(series.items()):
         for i, value in enumerate(values):
-            h = plot_h * value / top
+            h = height(value)
             x = LEFT + i * slot + slot * 0.1 + s * bar
             marks.append(f'<rect class="mark" x="{x:.1f}" y="{TOP + plot_h - h:.1f}" width="{bar:.1f}" '
                          f'height="{h:.1f}" fill="{PALETTE[s % len(PALETTE)]}"><title>{escape(categories[i])} · '
                          f'{escape(name)}: {number(value)}</title></rect>')
-    return _frame(_y_axis(top, ticks) + _x_labels(categories, slot) + "".join(marks) + _legend(series))
+    return _frame(_y_axis(top, ticks, log) + _x_labels(categories, slot) + "".join(marks) + _legend(series))
 
 
 def lines(categories: list[str], series: dict[str, list[float]]) -> str:
@@ -64,24 +76,24 @@ def lines(categories: list[str], series: dict[str, list[float]]) -> str:
 
 
 def bars(labels: list[str], values: list[float], *, color: str = PALETTE[0]) -> str:
-    """Horizontal bars, one per label, largest first as given; the value at the bar's end."""
+    """Horizontal bars, one per label, largest first as given: each label on its own line
+    above its bar (whole, up to the chart's width), the value at the bar's end."""
     if not labels:
         return _no_data()
-    row, char_w, most = 22, 6.5, 44  # a label gets at most 44 characters of about 6.5 px
-    label_w = 10 + char_w * min(most, max(map(len, labels)))
-    height = TOP + row * len(labels) + 8
+    row, char_w = 34, 6.2  # a label's line and its bar; about 6.2 px a character
+    most = int((WIDTH - 8) / char_w)
+    height = 8 + row * len(labels)
     top = max(values) or 1
-    plot_w = WIDTH - label_w - 50
+    plot_w = WIDTH - 60
     parts = []
     for i, (label, value) in enumerate(zip(labels, values)):
-        y = TOP + i * row
+        y = 8 + i * row
         w = max(1.0, plot_w * value / top)
         short = label if len(label) <= most else label[:most - 1] + "…"
-        parts.append(f'<text x="{label_w - 6:.1f}" y="{y + 14}" text-anchor="end" {FONT}>{escape(short)}'
-                     f'<title>{escape(label)}</title></text>'
-                     f'<rect class="mark" x="{label_w:.1f}" y="{y + 3}" width="{w:.1f}" height="{row - 6}" '
+        parts.append(f'<text x="4" y="{y + 11}" {FONT}>{escape(short)}<title>{escape(label)}</title></text>'
+                     f'<rect class="mark" x="4" y="{y + 15}" width="{w:.1f}" height="{row - 20}" '
                      f'fill="{color}"><title>{escape(label)}: {number(value)}</title></rect>'
-                     f'<text x="{label_w + w + 4:.1f}" y="{y + 14}" {FONT}>{number(value)}</text>')
+                     f'<text x="{w + 8:.1f}" y="{y + 25}" {FONT}>{number(value)}</text>')
     return _frame("".join(parts), height)
 
 
@@ -95,11 +107,11 @@ def _scale(peak: float) -> tuple[float, list[float]]:
     return top, [i * step for i in range(round(top / step) + 1)]
 
 
-def _y_axis(top: float, ticks: list[float]) -> str:
+def _y_axis(top: float, ticks: list[float], log: bool = False) -> str:
     plot_h = HEIGHT - TOP - BOTTOM
     out = []
     for tick in ticks:
-        y = TOP + plot_h - plot_h * tick / top
+        y = TOP + plot_h - plot_h * (math.log10(1 + tick) / math.log10(1 + top) if log else tick / top)
         out.append(f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}" stroke="#e3e3e3"/>'
                    f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end" {FONT}>{number(tick)}</text>')
     return "".join(out) + (f'<line x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{TOP + plot_h}" y2="{TOP + plot_h}" '

@@ -40,6 +40,7 @@ class RunResult:
     statuses_changed: int = 0  # nothing new, as_of moved: the gold/messages rows whose status crossed
     rebuild: bool = False
     rolled_back: str | None = None  # the unfinished run this one rolled back first
+    max_quarantine_ratio: float | None = None  # the bronze gate's limit this run was held to
     migrated: bool = False  # the lake was brought to contract revision 2 first (lake/as_of.migrate)
     outbox_migrated: int | None = None  # the outbox was brought to revision 3 first: its events (run/outbox.migrate)
     started_at: int = field(default_factory=lambda: int(time.time() * 1000))  # epoch millis
@@ -112,7 +113,7 @@ class RunResult:
         summary = json.dumps({"quarantined": self.quarantined, "not_read": self.not_read, "timings": self.timings,
                               "touched_groups": self.touched_groups, "path": self.path, "replays": self.replays,
                               "rebuild": self.rebuild, "as_of_before": self.as_of_before,
-                              "outbox_events": self.outbox_events})
+                              "outbox_events": self.outbox_events, "max_quarantine_ratio": self.max_quarantine_ratio})
         return (self.run_id, self.started_at, int(time.time() * 1000), self.files, self.records_read,
                 self.quarantined_total, self.max_event_time, self.as_of, summary)
 

@@ -89,7 +89,7 @@ class StagedRun:
         ratio = default_max_quarantine_ratio() if max_quarantine_ratio is None else max_quarantine_ratio
         plan = Plan(run_id, files, {name: tables.version(table_path(lake_dir, name)) for name in TABLES}, ratio,
                     last, RunResult(run_id, files=len(files), as_of=as_of, rebuild=rebuild, rolled_back=rolled_back,
-                                    migrated=migrated, outbox_migrated=outbox_migrated),
+                                    migrated=migrated, outbox_migrated=outbox_migrated, max_quarantine_ratio=ratio),
                     meta.records_read(lake_dir), path or run_path())
         staged = cls(spark, lake_dir, plan, store_for(run_id))
         staged.store.save_plan(plan)

@@ -29,7 +29,7 @@ def page(data: dict[str, list[dict]], lake: str) -> str:
         _card("Unmatched messages by name", "Expired without a correlation; → the processes listening to the "
               "name (view unmatched_messages).", _bars(data["unmatched_by_name"], charts.PALETTE[2])),
         _card("Unmatched messages by key", "Tenant · correlation key: names (view unmatched_messages).",
-              _bars(data["unmatched_by_key"], charts.PALETTE[2])),
+              _keys(data["unmatched_by_key"])),
         _card("Start-event lock waits", "Messages that arrived while an instance started by the same key was "
               "active, by how the wait ended (view start_lock_waits).", _lock_waits(data["lock_wait_outcomes"])),
         _card("Subscriptions closed without a message", "Process · message · close reason "
@@ -84,11 +84,25 @@ def _hourly(rows: list[dict]) -> str:
 
 
 def _latency(rows: list[dict]) -> str:
-    """Rows of every measure and bucket, in order (`sql/report/latency_histogram.sql`)."""
+    """Rows of every measure and bucket, in order (`sql/report/latency_histogram.sql`); on a
+    log scale when a linear one would flatten the small buckets."""
     series = {}
     for r in rows:
         series.setdefault(r["measure"], []).append(r["n"])
-    return charts.columns(list(dict.fromkeys(r["label"] for r in rows)), series)
+    log = charts.skewed(series)
+    chart = charts.columns(list(dict.fromkeys(r["label"] for r in rows)), series, log=log)
+    return chart + ('<p class="about">Log scale (1, 10, 100 …): the buckets differ by more than 20 times; '
+                    "hover a bar for its count.</p>" if log else "")
+
+
+def _keys(rows: list[dict]) -> str:
+    """The keys with the most unmatched messages; when they all have as many, a sentence
+    and a list say so (bars of one length would show nothing)."""
+    if len(rows) > 1 and len({r["n"] for r in rows}) == 1:
+        return (f'<p>No key stands out: each of the {len(rows)} keys listed (the first by name) has '
+                f'{charts.number(rows[0]["n"])} unmatched messages.</p>'
+                + _table(["tenant · correlation key: names", "unmatched"], [[r["label"], r["n"]] for r in rows]))
+    return _bars(rows, charts.PALETTE[2])
 
 
 def _backlog(rows: list[dict]) -> str:
@@ -137,9 +151,12 @@ def _runs(rows: list[dict], lake: str) -> str:
     last, summary = read[0]
     timings = summary.get("timings", {})
     ratio = last["quarantined"] / max(last["records_read"], 1)
+    limit = summary.get("max_quarantine_ratio")
+    limit = (f"at most {limit:.2%} allowed" if limit is not None else
+             f"the limit of that run was not recorded (runs record it since 2026-12-03; today's default "
+             f"is {default_max_quarantine_ratio():.0%})")
     gates = [["quarantine ratio", f"{charts.number(last['quarantined'])} of {charts.number(last['records_read'])} "
-              f"lines quarantined ({ratio:.2%}); threshold not recorded (default "
-              f"{default_max_quarantine_ratio():.0%})", "passed", ""]]
+              f"lines quarantined ({ratio:.2%}); {limit}", "passed", ""]]
     suites = _suites()
     for key, seconds in timings.items():
         if key.startswith("gate:"):
