@@ -31,10 +31,12 @@ want="$(cat pyproject.toml | sha256sum | cut -c1-16)-$extras"
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   command -v python3 >/dev/null 2>&1 || die "python3 (3.11+) is required"
   [ -x .venv/bin/python ] || python3 -m venv .venv
-  echo "correlake setup: installing Python packages into .venv ..."
+  echo "correlake setup: installing Python packages into .venv (a few minutes the first time) ..."
+  began=$SECONDS
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -e ".[$extras]"
   echo "$want" > "$stamp"
+  echo "correlake setup: Python packages installed in $((SECONDS - began)) s"
 fi
 
 # JARs (not on PyPI): `fetch_jars POM FOLDER WHAT` resolves POM's dependencies with Maven
@@ -46,6 +48,7 @@ fetch_jars() {
   [ "$(cat "$jars/.stamp" 2>/dev/null)" != "$want" ] || return 0
   command -v mvn >/dev/null 2>&1 || die "Maven is required to fetch the $what ('apt-get install maven')"
   echo "correlake setup: fetching the $what with Maven ..."
+  local began=$SECONDS
   tmp="$jars.tmp"
   rm -rf "$tmp" && mkdir -p "$tmp"
   # Maven 3.8 prints colour codes even with -q -B: its output is shown only when it fails
@@ -60,6 +63,7 @@ fetch_jars() {
   done
   rm -rf "$tmp"
   echo "$want" > "$jars/.stamp"
+  echo "correlake setup: the $what fetched in $((SECONDS - began)) s"
 }
 fetch_jars tools/delta-jars/pom.xml jars "Delta JARs"
 [ "$s3" = 0 ] || fetch_jars tools/s3-jars/pom.xml jars-s3 "S3 JARs (hadoop-aws, AWS SDK)"

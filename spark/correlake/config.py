@@ -18,15 +18,15 @@ Environment variables:
   CORRELAKE_KEEP_DRIVER     without CORRELAKE_DRIVER: seconds the driver a run starts and leaves
                             behind waits for the next run (default 7200; 0: each run in its own
                             process; driver/kept.py)
-  CORRELAKE_KEEP_DRIVER_WARM_UP  increments a kept driver runs on a synthetic lake of its own once
-                            idle a minute, to JIT-warm the next runs (default 0: it spends no CPU
-                            between calls)
+  CORRELAKE_KEEP_DRIVER_WARM_UP  increments a kept driver runs on a lake of its own once idle a
+                            minute, to JIT-warm the next runs (default 0: no CPU between calls)
   CORRELAKE_WEBHOOK_SECRET  the webhook sink's HMAC-SHA256 key (never printed nor logged)
   CORRELAKE_ALLOWED_ROOT    the folders (absolute, ':'-separated) the Airflow DAGs' landing and
                             lake (their Variables) must be in (default: CORRELAKE_HOME)
   CORRELAKE_RUN_PATH        `auto` (default: a run's size decides), `small` or `spark` (design.md)
   CORRELAKE_DELIVERY_DELAY  seconds a correlation waits, after its time, before a run puts
                             its event in the outbox (default 0; for lakes that expect late data)
+  CORRELAKE_PROGRESS        1: a line per step of long work on stderr; 0: none (default: on a terminal)
 
 The constants below are fixed defaults (tests patch them), e.g. the lake lock's heartbeat
 (LOCK_HEARTBEAT_SECONDS) and stale time (LOCK_STALE_SECONDS): docs/lake.md.
@@ -37,6 +37,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -147,8 +148,7 @@ def parse_number(text: str, kind: type = float, low: float = -math.inf, high: fl
 
 
 def _env_number(name: str, default: float, kind: type, low: float, high: float, what: str) -> float | int:
-    text = _env(name)
-    if text is None:
+    if (text := _env(name)) is None:
         return default
     try:
         return parse_number(text, kind, low, high, what)
@@ -201,8 +201,7 @@ def parse_conf(text: str) -> dict:
 
 def driver_socket() -> Path | None:
     """The socket of the driver that runs and stages go to; None: run in this process."""
-    value = _env("CORRELAKE_DRIVER")
-    return None if value is None else Path(value).resolve()
+    return None if (value := _env("CORRELAKE_DRIVER")) is None else Path(value).resolve()
 
 
 def keep_driver_seconds() -> float:
@@ -242,11 +241,15 @@ def allowed_uris() -> list[str]:
     return uris
 
 
-def run_path() -> str:
-    """CORRELAKE_RUN_PATH: `auto` (default), or the path every run takes, `small` or `spark`."""
+def run_path() -> str:  # CORRELAKE_RUN_PATH
     if (path := _env("CORRELAKE_RUN_PATH", "auto")) not in RUN_PATHS:
         raise ConfigError(f"CORRELAKE_RUN_PATH: {path!r} is not one of {', '.join(RUN_PATHS)}")
     return path
+
+
+def progress_wanted() -> bool:
+    """CORRELAKE_PROGRESS `1` or `0`; unset: whether stderr is a terminal (quiet in CI and Airflow)."""
+    return sys.stderr.isatty() if (value := _env("CORRELAKE_PROGRESS")) is None else value == "1"
 
 
 def default_max_quarantine_ratio() -> float:
@@ -320,18 +323,15 @@ def quality_dir(lake: str | Path) -> Path:
     return Path(lake).resolve() / "_quality"
 
 
-def data_docs_dir(lake: str | Path) -> Path:
-    """The gates' Great Expectations Data Docs site of a lake."""
+def data_docs_dir(lake: str | Path) -> Path:  # the gates' Great Expectations Data Docs site
     return quality_dir(lake) / "data_docs"
 
 
-def validation_results_dir(lake: str | Path) -> Path:
-    """The gates' validation results (JSON): their Data Docs pages live as long as they do."""
+def validation_results_dir(lake: str | Path) -> Path:  # the gates' results (JSON); their pages go with them
     return quality_dir(lake) / "validation_results"
 
 
-def demo_dir() -> Path:
-    """`correlake demo`'s folder (landing/, lake/), also the Airflow DAG's default landing."""
+def demo_dir() -> Path:  # `correlake demo`'s folder (landing/, lake/), the Airflow DAG's default landing
     return state_dir() / "demo"
 
 

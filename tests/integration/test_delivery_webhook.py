@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -378,10 +379,13 @@ def test_other_partitions_wait_until_the_sink_drained_the_old_ones(lake, receive
     assert state(lake) == before and result.statuses["AWAITED"] == 1
 
 
-def test_a_pass_compacts_tables_with_many_files(lake, receiver, monkeypatch):
+def test_a_pass_compacts_tables_with_many_files_and_says_each_batch(lake, receiver, monkeypatch, capsys):
     monkeypatch.setattr("correlake.delivery.tables.DELIVERY_COMPACT_FILES", 2)
     monkeypatch.setattr("correlake.config.DELIVERY_BATCH_EVENTS", 8)
+    monkeypatch.setenv("CORRELAKE_PROGRESS", "1")
     assert deliver(lake, receiver)[0] == 0  # 3 batches of at most 8 events: 3 appends to attempts
+    said = re.findall(r"deliver: batch (\d): (\d+) events sent, (\d+) acknowledged", capsys.readouterr().err)
+    assert [int(n) for _, n, _ in said] == [8, 8, len(ROWS) - 16] and all(n == a for _, n, a in said)
     appended = DeltaTable(table_path(lake, "delivery_attempts"))  # a file per batch, then one
     assert len(appended.file_uris()) == 1 and "OPTIMIZE" in [h["operation"] for h in appended.history(4)]
     assert len(DeltaTable(table_path(lake, "delivery_state")).file_uris()) <= 3  # a MERGE rewrites what it touches

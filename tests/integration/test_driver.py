@@ -41,8 +41,8 @@ def landing_and_local_lake(small_demo):
     return small_demo
 
 
-def _cli(socket: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([CORRELAKE, *args], env={**os.environ, "CORRELAKE_DRIVER": str(socket)}, cwd=cwd,
+def _cli(socket: Path, *args: str, cwd: Path | None = None, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run([CORRELAKE, *args], env={**os.environ, "CORRELAKE_DRIVER": str(socket), **env}, cwd=cwd,
                           capture_output=True, text=True, timeout=600)
 
 
@@ -54,12 +54,21 @@ def test_a_run_on_the_driver_gives_the_gold_of_an_in_process_run(spark, served, 
     with pytest.raises(AuthenticationError):  # a caller without the key is refused ...
         Client(str(socket), family="AF_UNIX", authkey=b"not the key")
     # ... and others are served; a relative path is the caller's, not the driver's
-    done = _cli(socket, "run", "--landing", str(landing), "--lake", "lake", cwd=tmp_path)
+    done = _cli(socket, "run", "--landing", str(landing), "--lake", "lake", cwd=tmp_path, CORRELAKE_PROGRESS="1")
     assert done.returncode == 0, done.stderr
     assert "correlake run" in done.stdout and "correlake driver: run done" in log.read_text()
+    steps = re.findall(r"^correlake: \d\d:\d\d:\d\d run: (.+) in [\d.]+ s$", done.stderr, re.MULTILINE)
+    assert sorted(steps) == sorted(["bronze done", "silver done", "gold done", "gate bronze passed",
+                                    "gate silver passed", "gate gold passed", "write done"]), done.stderr
     assert sorted_gold(spark, str(tmp_path / "lake")) == sorted_gold(spark, local_lake)
     again = _cli(socket, "run", "--landing", str(landing), "--lake", str(tmp_path / "lake"))
     assert again.returncode == 0 and "nothing new" in again.stdout
+    # the analysts' commands go to the driver too: no JVM in the caller, nothing of one on its output
+    asked = _cli(socket, "sql", "--lake", "lake", "SELECT count(*) AS n FROM gold_correlations", cwd=tmp_path)
+    assert asked.returncode == 0 and asked.stderr == "" and "(1 row)" in asked.stdout
+    assert "correlake driver: sql done" in log.read_text()
+    report = _cli(socket, "report", "--lake", "lake", "--out", "r.html", cwd=tmp_path, CORRELAKE_PROGRESS="1")
+    assert report.returncode == 0 and (tmp_path / "r.html").exists() and "report: 1/" in report.stderr
 
 
 def test_a_failing_gate_on_the_driver_fails_the_caller_with_its_report(served, landing_and_local_lake, tmp_path):

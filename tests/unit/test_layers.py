@@ -26,7 +26,7 @@ LAYERS = (
     ("runtime",),  # the Spark session, signals, memory, threads, codegen, hints, the class archive
     ("samples",),
     ("contract", "semantics"),
-    ("config", "errors", "text", "__init__"),
+    ("config", "errors", "text", "progress", "__init__"),
 )
 RANK = {room: rank for rank, rooms in enumerate(LAYERS) for room in rooms}
 

@@ -4,6 +4,9 @@ The page that draws them is `interfaces/commands/report_page.py`."""
 
 from __future__ import annotations
 
+import time
+
+from correlake import progress
 from correlake.contract.reasons import reason_kind_sql
 from correlake.delivery.events import STATUSES
 from correlake.lake.sqlfiles import fill
@@ -32,4 +35,9 @@ def gather(spark, lake: str) -> dict[str, list[dict]]:
     sql = queries()
     registered = register(spark, lake, list(sql.values()))
     names = QUERIES + (DELIVERY_QUERIES if "delivery_events" in registered else ())
-    return {name: [row.asDict() for row in spark.sql(sql[name]).collect()] for name in names}
+    found = {}
+    for i, name in enumerate(names, 1):
+        started = time.perf_counter()
+        found[name] = [row.asDict() for row in spark.sql(sql[name]).collect()]
+        progress.step(f"report: {i}/{len(names)} {name} in {time.perf_counter() - started:.1f} s")
+    return found

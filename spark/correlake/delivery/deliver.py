@@ -21,10 +21,21 @@ from datetime import datetime, timezone
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from correlake import config
+from correlake import config, progress
 from correlake.contract.ordering import ordering_key
 from correlake.delivery import tables
-from correlake.delivery.events import AWAITED, DEAD_LETTERS, FINAL, PENDING, STATUSES, Event, Sink, partition_of
+from correlake.delivery.events import (
+    ACK,
+    AWAITED,
+    DEAD_LETTERS,
+    FINAL,
+    HELD,
+    PENDING,
+    STATUSES,
+    Event,
+    Sink,
+    partition_of,
+)
 from correlake.delivery.ledger import REQUEUED, Ledger, Policy, Tracked, clocks
 from correlake.errors import EXIT_OK, CorrelakeError
 from correlake.lake import journal
@@ -116,10 +127,14 @@ def _pass(lake: str, sink: Sink, settings: Settings, started: float) -> PassResu
             continue
         ledger.mark_sent(batch)
         _record(lake, ledger, moment)
+        sending = time.monotonic()
         outcomes = sink.send(_events(outbox, batch, settings.partitions),
-                             until=time.monotonic() + config.DELIVERY_BATCH_SECONDS)
+                             until=sending + config.DELIVERY_BATCH_SECONDS)
         ledger.record(batch, outcomes, now())
         result.batches += 1
+        verdicts = Counter(o.verdict for o in outcomes)
+        progress.step(f"deliver: batch {result.batches}: {len(batch) - verdicts[HELD]} events sent, {verdicts[ACK]} "
+                      f"acknowledged, in {time.monotonic() - sending:.1f} s")
     _record(lake, ledger, now())
     tables.compact(lake)
     result.last_error = ledger.last_error

@@ -9,10 +9,11 @@ from multiprocessing import AuthenticationError
 from pathlib import Path
 from typing import TypeVar
 
-from correlake.config import driver_socket
+from correlake import progress
+from correlake.config import driver_socket, progress_wanted
 from correlake.driver import kept
 from correlake.driver.calls import served
-from correlake.driver.protocol import DriverError, connect
+from correlake.driver.protocol import DriverError, Progress, connect
 from correlake.errors import EXIT_ERROR
 
 T = TypeVar("T")
@@ -30,16 +31,19 @@ def call(function: Callable[..., T], *args, **kwargs) -> T:
     name = next((n for n, f in served().items() if f is function), None)
     if name is None:
         raise ValueError(f"a driver does not serve {function.__module__}.{function.__qualname__}")
-    address = driver_socket()
+    address, wanted = driver_socket(), progress_wanted()
     conn = _connect_kept() if address is None else _connect_named(address)
     if conn is None:
         from correlake.runtime.session import get_spark
 
-        return function(get_spark(), *args, **kwargs)
+        with progress.to(progress.stderr if wanted else None):
+            return function(get_spark(), *args, **kwargs)
     with conn:
         try:
-            conn.send((name, args, kwargs))
-            ok, value = conn.recv()
+            conn.send((name, args, kwargs, wanted))
+            while isinstance(reply := conn.recv(), Progress):
+                progress.stderr(reply.text)
+            ok, value = reply
         except (EOFError, OSError):
             raise DriverError(f"the driver stopped during {name}; the lake's journal rolls back what it left "
                               "unfinished at the next run") from None

@@ -8,6 +8,7 @@ import secrets
 import socket
 import stat
 import struct
+from dataclasses import dataclass
 from multiprocessing.connection import Client, Connection, answer_challenge, deliver_challenge
 from pathlib import Path
 
@@ -101,7 +102,13 @@ def handshake(conn, authkey: bytes) -> tuple:
     return request
 
 
-def send(conn, reply: tuple) -> None:
+@dataclass(frozen=True)
+class Progress:
+    """A line of a call's progress, sent before its reply when the caller asked for them."""
+    text: str
+
+
+def send(conn, reply: tuple | Progress) -> None:
     try:
         conn.send(reply)
     except OSError:

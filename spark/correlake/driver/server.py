@@ -27,11 +27,12 @@ import traceback
 from multiprocessing import AuthenticationError
 from pathlib import Path
 
+from correlake import progress
 from correlake.config import keep_driver_warm_up
 from correlake.driver.calls import served
 from correlake.driver.client import RemoteError
 from correlake.driver.idle import Idle
-from correlake.driver.protocol import READY, DriverError, accept, handshake, key_path, listen, send
+from correlake.driver.protocol import READY, DriverError, Progress, accept, handshake, key_path, listen, send
 from correlake.driver.warm_up import warm_up
 from correlake.errors import CorrelakeError, first_line, published_before
 from correlake.runtime.memory import collections_deferred, release
@@ -106,10 +107,11 @@ def _alive(spark) -> bool:
 
 def _serve_one(conn, request: tuple, spark, functions: dict) -> bool:
     """Run one caller's call and send back its result or error; False if Spark did not survive it."""
-    name, args, kwargs = request
+    name, args, kwargs, *wants = request  # wants: [whether the caller asks for progress lines]
     start = time.perf_counter()
     try:
-        with _Call(conn), collections_deferred():
+        with _Call(conn), collections_deferred(), progress.to(
+                (lambda text: send(conn, Progress(text))) if wants and wants[0] else None):
             reply = (True, functions[name](spark, *args, **kwargs))
     except CallerGone:  # nobody to reply to
         print(f"correlake driver: the caller of {name} went away; its call was stopped", flush=True)

@@ -17,6 +17,7 @@ from functools import cached_property
 
 from pyspark.sql import DataFrame, SparkSession
 
+from correlake import progress
 from correlake.caches import history_keys
 from correlake.config import TABLES, default_max_quarantine_ratio, run_path, table_path
 from correlake.contract.schemas import SCOPE
@@ -130,6 +131,8 @@ class StagedRun:
         finally:
             self.result.timings[label] = round(time.perf_counter() - start, 2)
             self.store.save_plan(self.plan)
+        step = f"gate {label.removeprefix('gate:')} passed" if label.startswith("gate:") else f"{label} done"
+        progress.step(f"run: {step} in {self.result.timings[label]:.1f} s")
 
     def compute(self, stage: Stage) -> None:
         self._timed(stage.name, lambda: stage.compute(self))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 
-from correlake import config
+from correlake import config, progress
+from correlake.config import progress_wanted
 from correlake.delivery.sinks import SINKS, open_sink
 from correlake.errors import EXIT_OK, UsageError
 from correlake.interfaces import options
@@ -67,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
     if (args.event_id is not None or args.message_key is not None) and not args.requeue_dead_letters:
         raise UsageError("--event-id and --message-key go with --requeue-dead-letters")
     requeue = delivery.Requeue(args.event_id, args.message_key) if args.requeue_dead_letters else None
-    with opened_sink(args) as sink:
+    with opened_sink(args) as sink, progress.to(progress.stderr if progress_wanted() else None):
         result = delivery.deliver(args.lake, sink, pass_settings(args, requeue))  # DeliveryBusy: exit 0
     print(delivery.summary(result))
     return EXIT_OK
