@@ -13,6 +13,7 @@ EXPLANATION = ("kind", "tenant_id", "message_key", "element_instance_key", "mess
                "related_message_key", "related_element_instance_key", "gap_ms")
 # What a story reads besides the two views
 STORY_TABLES = "gold_messages gold_subscriptions gold_correlations gold_message_started_instances gold_as_of"
+KEYED_TABLES = ("gold_messages", "gold_subscriptions", "gold_correlations", "gold_message_started_instances")
 
 
 def told(spark, lake: str, on_messages: dict | None, on_subscriptions: dict | None, as_json: bool,
@@ -34,6 +35,15 @@ def told(spark, lake: str, on_messages: dict | None, on_subscriptions: dict | No
                          "opened_at", "tenant_id", "element_instance_key", "message_name")
     if not messages and not subscriptions:
         raise UsageError(f"nothing in {selection}")
+    _only_their_keys(spark, lake, {o["correlation_key"] for o in messages + subscriptions})
+    try:
+        return _told(spark, rows, messages, subscriptions, as_json)
+    finally:  # the next question registers the tables it reads again, whole
+        for name in KEYED_TABLES:
+            spark.catalog.dropTempView(name)
+
+
+def _told(spark, rows, messages: list[dict], subscriptions: list[dict], as_json: bool) -> str:
     objects = [("MESSAGE", m) for m in messages] + [("SUBSCRIPTION", s) for s in subscriptions]
     which = [_identity(dict(obj, kind=kind)) for kind, obj in objects]
     explained = {_key(r): r for r in rows("explanations", which)}
@@ -49,6 +59,30 @@ def told(spark, lake: str, on_messages: dict | None, on_subscriptions: dict | No
         return json.dumps([result for _, result in results], ensure_ascii=False)
     stories = explain_story.Stories(rows, messages, subscriptions)
     return "\n\n".join(stories.tell(obj, result) for obj, result in results)
+
+
+def folded(column):
+    """A key as `near_misses` compares keys: trimmed of white space, in lower case (its SQL's expression)."""
+    from pyspark.sql import functions as F
+
+    return F.lower(F.regexp_replace(column, r"^\s+|\s+$", ""))
+
+
+def _only_their_keys(spark, lake: str, keys: set[str]) -> None:
+    """Register the gold tables the views read with only the rows whose key folds to one of
+    `keys`' (the selected objects'): every row a reason or a near miss of theirs can name has
+    such a key (a match has their key; a near miss, their key folded or in another tenant),
+    so the views answer for them as over the whole lake, from a few rows."""
+    from pyspark.sql import functions as F
+
+    from correlake.config import table_path
+    from correlake.lake.catalog import TABLE_NAMES
+
+    wanted = [r[0] for r in spark.createDataFrame([(k,) for k in sorted(keys)], "k string")
+              .select(folded(F.col("k"))).distinct().collect()]
+    for name in KEYED_TABLES:
+        (spark.read.format("delta").load(table_path(lake, TABLE_NAMES[name]))
+         .where(folded(F.col("correlation_key")).isin(wanted)).createOrReplaceTempView(name))
 
 
 def matching(alternatives: list[dict]):
