@@ -103,6 +103,22 @@ def test_near_misses_of_each_kind_closest_first(spark, lake):
     assert most["n"] <= 10
 
 
+def test_the_counts_the_hourly_dag_publishes_are_the_views(spark, lake):
+    """`report_data.reason_counts` (the stats task's return value): per kind and reason, and
+    per near-miss kind the objects that have one."""
+    from collections import Counter
+
+    from correlake.analysis.report_data import reason_counts
+
+    counts = reason_counts(spark, lake)
+    by_reason = Counter(f"{kind} · {reason}" for (kind, _, _), (reason, *_) in EXPECTED.items())
+    assert {k: v for k, v in counts.items() if not k.startswith("near miss")} == dict(by_reason)
+    misses = spark.sql("SELECT DISTINCT miss, kind, tenant_id, message_key, element_instance_key, message_name "
+                       "FROM near_misses").collect()
+    assert {k: v for k, v in counts.items() if k.startswith("near miss")} == {
+        f"near miss · {m}": n for m, n in Counter(r["miss"] for r in misses).items()}
+
+
 def test_explain_tells_a_story_with_its_reason(lake, capsys):
     assert cli.main(["explain", "--lake", lake, "--message-key", "4"]) == 0
     out = capsys.readouterr().out.splitlines()

@@ -14,7 +14,7 @@ from correlake.interfaces import cli
 
 # activity, latency, backlog, unmatched by name and by key, lock waits, closed subscriptions, quarantine,
 # delivery statuses (the demo lake's correlations were delivered: conftest.demo_run)
-CHARTS = 9
+CHARTS = 11  # the "why not correlated" card draws two
 
 
 @pytest.fixture(scope="module")
@@ -36,6 +36,9 @@ def test_report_is_self_contained_and_agrees_with_gold(spark, demo_lake, report)
         assert re.search(rf"<td>{gate}</td><td>[^<]*</td><td>passed</td>", html), gate
     assert "missing field name" in html and "STARTED" in html
     assert re.search(r"lines quarantined \([0-9.]+%\); at most [0-9.]+% allowed", html)  # the run's own limit
+    explained = spark.sql("SELECT kind, reason, count(*) AS n FROM explanations GROUP BY ALL").collect()
+    for r in explained:  # the reasons' bars: one per kind and reason, as many as the view has
+        assert f"{r['kind']} · {r['reason']}: {r['n']:,}</title>" in html
 
 
 def _chromium(*args: str) -> str:

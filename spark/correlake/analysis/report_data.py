@@ -15,7 +15,8 @@ from correlake.lake.sqlfiles import fill
 # whose events a `correlake deliver` pass has seen
 QUERIES = ("headline_counts", "activity_per_hour", "latency_histogram", "busiest_latency_percentiles",
            "backlog_per_hour", "unmatched_by_name", "unmatched_by_key", "lock_wait_outcomes", "closed_without_message",
-           "duplicate_rejection_rates", "quarantine_reasons", "recent_runs")
+           "duplicate_rejection_rates", "quarantine_reasons", "recent_runs", "unmatched_reasons",
+           "unmatched_reasons_per_hour", "top_near_misses", "near_miss_kinds")
 DELIVERY_QUERIES = ("delivery_statuses", "busiest_delivery_latency", "dead_letter_reasons")
 TIME = "'yyyy-MM-dd HH:mm'"  # the queries' times ({time}), as the page's hour labels read them
 
@@ -41,3 +42,13 @@ def gather(spark, lake: str) -> dict[str, list[dict]]:
         found[name] = [row.asDict() for row in spark.sql(sql[name]).collect()]
         progress.step(f"report: {i}/{len(names)} {name} in {time.perf_counter() - started:.1f} s")
     return found
+
+
+def reason_counts(spark, lake: str) -> dict[str, int]:
+    """How many messages and subscriptions did not correlate, by kind and reason, and how many
+    of them have a near miss of each kind (what the hourly DAG's stats publish)."""
+    from correlake.lake.catalog import register
+
+    sql = queries()
+    register(spark, lake, [sql["unmatched_reasons"], sql["near_miss_kinds"]])
+    return {r["label"]: r["n"] for name in ("unmatched_reasons", "near_miss_kinds") for r in spark.sql(sql[name]).collect()}

@@ -14,4 +14,4 @@ def served() -> dict[str, Callable]:
     return {"run": pipeline.run, "prepare": stepwise.prepare, "compute": stepwise.compute,
             "check": stepwise.check, "publish": stepwise.publish, "findings": summary.findings,
             "maintain": maintenance.maintain, "sql": query.answer, "report": report_data.gather,
-            "explain": explain.told}
+            "explain": explain.told, "reasons": report_data.reason_counts}

@@ -56,10 +56,10 @@ def publish() -> dict:
     return _body("publish")
 
 
-@task(task_id="stats")
-def stats() -> None:
-    """Log the run's summary and what gold holds."""
-    _body("stats")
+@task(task_id="stats", multiple_outputs=False)  # one XCom: the counts by reason
+def stats() -> dict[str, int]:
+    """The run's summary, what gold holds, and the counts of what did not correlate, by reason."""
+    return _body("stats")
 
 
 @task(task_id="maintain")

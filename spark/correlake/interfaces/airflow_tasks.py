@@ -152,10 +152,20 @@ def publish(context) -> dict:
     return dataclasses.asdict(result)
 
 
-def stats(context) -> None:
-    """The run's summary and what gold now holds."""
+def stats(context) -> dict[str, int]:
+    """The run's summary, what gold now holds, and why what did not correlate did not: the
+    counts by reason are also the task's return value (its XCom in the UI), so that a rise
+    of one (a TTL too short, a producer's key in another case) shows from run to run."""
+    from correlake.analysis.report_data import reason_counts
+
+    lake = _run(context)["lake"]
     print(summary(RunResult(**context["ti"].xcom_pull(task_ids="publish"))))
-    print(call(findings, _run(context)["lake"]))
+    print(call(findings, lake))
+    counts = call(reason_counts, lake)
+    print("why not correlated (view explanations; near misses: view near_misses):")
+    print("\n".join(f"  {label:<45} {n}" for label, n in counts.items()) or "  every message and subscription "
+          "took part in a correlation")
+    return counts
 
 
 def maintain(context) -> None:

@@ -30,6 +30,9 @@ def page(data: dict[str, list[dict]], lake: str) -> str:
               "name (view unmatched_messages).", _bars(data["unmatched_by_name"], charts.PALETTE[2])),
         _card("Unmatched messages by key", "Tenant · correlation key: names (view unmatched_messages).",
               _keys(data["unmatched_by_key"])),
+        _card("Why not correlated", "Each message and subscription that took part in no correlation, by its first "
+              "reason (view explanations; `correlake explain` tells one's story), per hour, and the commonest near "
+              "misses (view near_misses).", _why(data), wide=True),
         _card("Start-event lock waits", "Messages that arrived while an instance started by the same key was "
               "active, by how the wait ended (view start_lock_waits).", _lock_waits(data["lock_wait_outcomes"])),
         _card("Subscriptions closed without a message", "Process · message · close reason "
@@ -114,6 +117,43 @@ def _backlog(rows: list[dict]) -> str:
 
 def _bars(rows: list[dict], color: str) -> str:
     return charts.bars([r["label"] for r in rows], [r["n"] for r in rows], color=color)
+
+
+def _why(data: dict[str, list[dict]]) -> str:
+    """The reasons (bars), the commonest per hour (columns), the commonest near misses
+    (sentences and a table)."""
+    reasons = data["unmatched_reasons"]
+    if not reasons:
+        return '<p class="no-data">every message and subscription took part in a correlation</p>'
+    per_hour: dict[str, dict[str, int]] = {}
+    for r in data["unmatched_reasons_per_hour"]:
+        per_hour.setdefault(r["reason"], {})[r["hour"]] = r["n"]
+    hours = list(dict.fromkeys(r["hour"] for r in data["unmatched_reasons_per_hour"]))
+    top = sorted(per_hour, key=lambda reason: -sum(per_hour[reason].values()))[:5]
+    series = {reason: [per_hour[reason].get(h, 0) for h in hours] for reason in top}
+    misses = data["top_near_misses"]
+    near = ("<h3>Near misses</h3>" + "<ul>" + "".join(f"<li>{escape(_near_miss(r))}</li>" for r in misses) + "</ul>"
+            + _table(["miss", "objects", "name", "key", "their other side", "its key"],
+                     [[r["miss"], r["n"], r["name"], r["key_shape"], r["other_name"], r["other_key_shape"]]
+                      for r in misses])
+            if misses else '<p class="about">No near miss: no unexplained key or name differs from a waiting '
+                           "one only in case, white space or tenant.</p>")
+    return (_bars(reasons, charts.PALETTE[2]) + "<h3>Per hour, the commonest reasons</h3>"
+            + charts.columns(_hour_labels(hours), series) + near)
+
+
+def _near_miss(r: dict) -> str:
+    """A near miss of the report's table in words: who used what, where the other side used what."""
+    def who(kind: str, n: int) -> str:
+        return f"{n} {kind.lower()}{'s' if n != 1 else ''}" if n else f"{kind.lower()}s"
+
+    mine, theirs = who(r["kind"], r["n"]), who(r["other_kind"], 0)
+    if r["miss"] == "KEY_CASE_OR_SPACE":
+        return f"{mine} of “{r['name']}” used the key “{r['key_shape']}” where {theirs} used “{r['other_key_shape']}”"
+    if r["miss"] == "NAME_CASE_OR_SPACE":
+        return f"{mine} named “{r['name']}” where {theirs} used “{r['other_name']}” (key “{r['key_shape']}”)"
+    return (f"{mine} of “{r['name']}” (key “{r['key_shape']}”) in tenant {r['tenant_id']} where {theirs} are in "
+            f"tenant {r['other_tenant_id']}")
 
 
 def _lock_waits(rows: list[dict]) -> str:
