@@ -6,8 +6,10 @@ shuffled order, must give the same gold (semantics rule 4), with a retried deliv
 the last run; `correlake rebuild` of that lake gives it again. The one run takes Spark's path, the split
 runs the small-run path, both forced (`pipeline.run(path=…)`), so each path is checked
 against the model and against the other. Every gold column is
-compared (`helpers.assert_gold_equals`). The cases, the split and the shuffle all come
-from CORRELAKE_TEST_SEED (generators.SEED), which the test prints: set it to replay a failure.
+compared (`helpers.assert_gold_equals`); the view `explanations` of the one run is checked
+against the claims of each reason, stated on the model's gold (`explanations_model.py`).
+The cases, the split and the shuffle all come from CORRELAKE_TEST_SEED (generators.SEED),
+which the test prints: set it to replay a failure.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import random
 
 import pytest
+from support.explanations_model import problems as explanation_problems
 from support.generators import SEED, START_EVENTS, combine, generate_cases, shuffled_chunks
 from support.helpers import (
     assert_gold_equals,
@@ -29,6 +32,7 @@ from support.reference_model import reference
 
 from correlake.config import table_path
 from correlake.interfaces import cli
+from correlake.lake import catalog
 from correlake.lake import tables as lake_tables
 from correlake.run import pipeline
 
@@ -59,6 +63,11 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
     one_lake = str(root / "lake")
     one = run_pipeline(spark, one_lake, root, [[(messages, events)]], "spark")
     assert_gold_equals(one, want)
+    # Explanations: one row per object of no correlation, each reason's claim true in the model
+    catalog.register(spark, one_lake, ["explanations"])
+    rows = [r.asDict() for r in spark.sql("SELECT * FROM explanations").collect()]
+    assert len({r["reason"] for r in rows}) >= 6, sorted({r["reason"] for r in rows})  # the workload reaches many
+    assert explanation_problems(rows, want) == []
 
     # The same records split at random into 2-4 runs, in shuffled order:
     # late records restate what earlier runs decided (rule 4). The last run also gets the
