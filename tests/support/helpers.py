@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from correlake.config import GOLD_TABLES, TABLES, table_path
-from correlake.contract.parsing import parse_line
+from correlake.contract.records import parse_line
 from correlake.contract.schemas import GOLD, GOLD_TIMES
 from correlake.driver import launch
 from correlake.lake import tables as lake

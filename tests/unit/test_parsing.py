@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from correlake.contract import parsing
+from correlake.contract import parsing, records
 from correlake.contract.parsing import (
     MAX_DEPTH,
     MAX_INT_DIGITS,
@@ -16,9 +16,9 @@ from correlake.contract.parsing import (
     MIN_MILLIS,
     BadRecord,
     normalise_key,
-    parse_line,
     parse_time,
 )
+from correlake.contract.records import parse_line
 from correlake.interfaces.options import as_of
 
 MSG = {"position": 1, "name": "m", "correlation_key": "k", "published_at": "2026-01-01T00:00:00Z"}
@@ -229,19 +229,24 @@ def test_workflow_event_quarantine_reasons(raw, reason):
     assert bad("workflow_events", raw).startswith(reason)
 
 
-def _raise_sites() -> set[int]:
-    """The lines of parsing.py that raise a quarantine reason (`raise BadRecord(…)`, `raise _too_deep()`)."""
-    tree = ast.parse(open(parsing.__file__, encoding="utf-8").read())
-    return {node.lineno for node in ast.walk(tree) if isinstance(node, ast.Raise)
+PARSER_FILES = (parsing.__file__, records.__file__)
+
+
+def _raise_sites() -> set[tuple[str, int]]:
+    """The lines of parsing.py and records.py that raise a quarantine reason (`raise
+    BadRecord(…)`, `raise _too_deep()`)."""
+    return {(path, node.lineno) for path in PARSER_FILES
+            for node in ast.walk(ast.parse(open(path, encoding="utf-8").read())) if isinstance(node, ast.Raise)
             and isinstance(node.exc, ast.Call) and getattr(node.exc.func, "id", None) in ("BadRecord", "_too_deep")}
 
 
-def _raised_at(stream: str, raw: bytes) -> int:
-    """The line of parsing.py whose `raise` quarantined `raw`."""
+def _raised_at(stream: str, raw: bytes) -> tuple[str, int]:
+    """Where the `raise` that quarantined `raw` is (a line of one fault: its fault's)."""
     with pytest.raises(BadRecord) as exc:
         parse_line(stream, raw)
-    lines = [tb.tb_lineno for tb in _frames(exc.value.__traceback__) if tb.tb_frame.f_code.co_filename == parsing.__file__]
-    return lines[-1]
+    fault = getattr(exc.value, "faults", [exc.value])[0]
+    return [(tb.tb_frame.f_code.co_filename, tb.tb_lineno) for tb in _frames(fault.__traceback__)
+            if tb.tb_frame.f_code.co_filename in PARSER_FILES][-1]
 
 
 def _frames(tb):
@@ -251,7 +256,7 @@ def _frames(tb):
 
 
 def test_every_quarantine_reason_of_the_parser_has_a_case():
-    """Each `raise` of a reason in parsing.py is reached by a case of MESSAGE_REASONS or
+    """Each `raise` of a reason in parsing.py and records.py is reached by a case of MESSAGE_REASONS or
     EVENT_REASONS: a reason added there without a case here fails this test."""
     reached = {_raised_at("messages", raw) for raw, _ in MESSAGE_REASONS}
     reached |= {_raised_at("workflow_events", raw) for raw, _ in EVENT_REASONS}
@@ -277,3 +282,15 @@ def test_as_of_option_takes_epoch_millis_or_iso_8601(text, millis):
 def test_as_of_option_refuses_what_is_neither(text):
     with pytest.raises(argparse.ArgumentTypeError):
         as_of(text)
+
+
+def test_a_line_with_several_faults_is_quarantined_with_each_of_them():
+    three = json.dumps({"position": "abc", "name": "m", "correlation_key": "k", "published_at": "yesterday",
+                        "ttl_ms": -5}).encode()
+    assert bad("messages", three) == "wrong type of position; unparseable timestamp in published_at; negative ttl_ms"
+    event = json.dumps({"position": 1, "type": "SUBSCRIPTION_OPENED", "timestamp": "soon", "bpmn_process_id": "p",
+                        "process_instance_key": 1.5, "element_instance_key": "e", "element_type": "TASK",
+                        "message_name": "m", "correlation_key": "k"}).encode()
+    assert bad("workflow_events", event) == ("unparseable timestamp in timestamp; unknown element_type 'TASK'; "
+                                             "wrong type of process_instance_key")
+    assert bad("workflow_events", b'{"position": 1, "type": 7}') == "wrong type of type; missing field timestamp"

@@ -1,30 +1,17 @@
-"""Validation and normalisation of one landing line (contract.md), pure Python.
-
-`parse_line` turns the raw bytes of a line into a normalised record dict or
-raises `BadRecord` with the quarantine reason.
+"""The values of one landing line (contract.md), pure Python: its JSON decoded, its
+fields read and normalised (times, keys, numbers), each fault a `BadRecord` naming it.
+A whole line as a record: `records.py`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
 import sys
 from datetime import datetime, timedelta, timezone
 
-from correlake.config import DEFAULT_TENANT, DEFAULT_TTL_MS
-from correlake.contract.enums import (
-    BOUNDARY_EVENT,
-    ELEMENT_LEFT,
-    ELEMENT_TYPES,
-    EVENT_SUBPROCESS,
-    EVENT_TYPES,
-    PROCESS_DEPLOYED,
-    SUBSCRIPTION_OPENED,
-)
-
-READS_INTERRUPTING = (BOUNDARY_EVENT, EVENT_SUBPROCESS)  # the element types whose `interrupting` is read
+from correlake.config import DEFAULT_TENANT
 
 # contract.md *Times*: a date-time (seconds may be left out, as ISO-8601 allows:
 # `2026-01-01T08:30Z`) with an explicit offset (also the DAG's `as_of` form)
@@ -144,7 +131,7 @@ def normalise_key(value, field: str) -> str:
     return instance_key(value, field)
 
 
-def _get(obj: dict, field: str, required: bool):
+def value_of(obj: dict, field: str, required: bool):
     value = obj.get(field, _MISSING)
     if value is _MISSING:
         if required:
@@ -155,8 +142,8 @@ def _get(obj: dict, field: str, required: bool):
     return value
 
 
-def _string(obj: dict, field: str, required: bool = True, non_empty: bool = True):
-    value = _get(obj, field, required)
+def string_field(obj: dict, field: str, required: bool = True, non_empty: bool = True):
+    value = value_of(obj, field, required)
     if value is None:
         return None
     if not isinstance(value, str):
@@ -166,8 +153,8 @@ def _string(obj: dict, field: str, required: bool = True, non_empty: bool = True
     return value
 
 
-def _int(obj: dict, field: str, required: bool = True, default=None, limit: int = INT64):
-    value = _get(obj, field, required)
+def int_field(obj: dict, field: str, required: bool = True, default=None, limit: int = INT64):
+    value = value_of(obj, field, required)
     if value is None:
         return default
     if not _is_int(value):
@@ -177,15 +164,15 @@ def _int(obj: dict, field: str, required: bool = True, default=None, limit: int 
     return value
 
 
-def _version_of_subscription(obj: dict) -> int:
+def subscription_version(obj: dict) -> int:
     """Missing: 1 (contract.md); null, unlike the fields whose default covers it, is a wrong type."""
     if obj.get("process_version", _MISSING) is None:
         raise BadRecord("wrong type of process_version")
-    return _int(obj, "process_version", required=False, default=1, limit=INT32)
+    return int_field(obj, "process_version", required=False, default=1, limit=INT32)
 
 
-def _tenant(obj: dict) -> str:
-    value = _get(obj, "tenant_id", False)
+def tenant_field(obj: dict) -> str:
+    value = value_of(obj, "tenant_id", False)
     if value is None or value == "":
         return DEFAULT_TENANT
     if not isinstance(value, str):
@@ -198,6 +185,19 @@ _FLOATS = _Floats()
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_FLOATS, parse_int=_parse_int)
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
+def compact_json(value) -> str:
+    """A value as compact JSON text (how variables are kept)."""
+    return _COMPACT.encode(value)
+
+
+def canonical_bytes(obj: dict) -> bytes:
+    """The line's JSON as equal-as-parsed-JSON compares lines (1.0 is 1): what its content hash is of."""
+    try:
+        return canonical_json(_integral_floats_as_ints(obj) if _FLOATS.integral else obj).encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate escape such as "\ud800": not Unicode text
+        raise BadRecord("invalid JSON: unpaired surrogate escape in a string") from None
 
 
 def canonical_json(value) -> str:
@@ -240,109 +240,3 @@ def _check_depth(obj: dict) -> None:
         depth += 1
         if depth > MAX_DEPTH:
             raise _too_deep()
-
-
-def parse_message(obj: dict) -> dict:
-    ttl = _int(obj, "ttl_ms", required=False, default=DEFAULT_TTL_MS)
-    if ttl < 0:
-        raise BadRecord("negative ttl_ms")
-    published_at = parse_time(_get(obj, "published_at", True), "published_at")
-    if published_at + ttl > MAX_MILLIS:
-        raise BadRecord("ttl_ms out of range: deadline after year 9999")
-    message_id = _string(obj, "message_id", required=False, non_empty=False)
-    variables = _get(obj, "variables", False)
-    if variables is None:
-        variables = {}
-    elif not isinstance(variables, dict):
-        raise BadRecord("wrong type of variables")
-    return {
-        "position": _int(obj, "position"),
-        "tenant_id": _tenant(obj),
-        "name": _string(obj, "name"),
-        "correlation_key": normalise_key(_get(obj, "correlation_key", True), "correlation_key"),
-        "published_at": published_at,
-        "ttl_ms": ttl,
-        "message_id": message_id or None,
-        "variables": _COMPACT.encode(variables),
-    }
-
-
-def parse_workflow_event(obj: dict) -> dict:
-    position = _int(obj, "position")
-    kind = _get(obj, "type", True)
-    if not isinstance(kind, str):
-        raise BadRecord("wrong type of type")
-    if kind not in EVENT_TYPES:
-        raise BadRecord(f"unknown type {kind[:40]!r}")
-    record = {
-        "position": position,
-        "tenant_id": _tenant(obj),
-        "type": kind,
-        "timestamp": parse_time(_get(obj, "timestamp", True), "timestamp"),
-        "bpmn_process_id": None,
-        "process_version": None,
-        "process_instance_key": None,
-        "element_instance_key": None,
-        "element_id": None,
-        "element_type": None,
-        "message_name": None,
-        "correlation_key": None,
-        "interrupting": None,
-        "message_start_events": None,
-    }
-    if kind == PROCESS_DEPLOYED:
-        starts = _get(obj, "message_start_events", False)
-        if starts is None:
-            starts = []
-        if not isinstance(starts, list) or not all(isinstance(s, str) for s in starts):
-            raise BadRecord("wrong type of message_start_events")
-        record.update(
-            bpmn_process_id=_string(obj, "bpmn_process_id", non_empty=False),
-            process_version=_int(obj, "process_version", limit=INT32),
-            message_start_events=starts,
-        )
-    elif kind == SUBSCRIPTION_OPENED:
-        element_type = _string(obj, "element_type")
-        if element_type not in ELEMENT_TYPES:
-            raise BadRecord(f"unknown element_type {element_type[:40]!r}")
-        interrupting = True
-        if element_type in READS_INTERRUPTING:
-            value = _get(obj, "interrupting", False)
-            if value is not None and not isinstance(value, bool):
-                raise BadRecord("wrong type of interrupting")
-            interrupting = True if value is None else value
-        record.update(
-            bpmn_process_id=_string(obj, "bpmn_process_id", non_empty=False),
-            process_version=_version_of_subscription(obj),
-            process_instance_key=instance_key(_get(obj, "process_instance_key", True), "process_instance_key"),
-            element_instance_key=instance_key(_get(obj, "element_instance_key", True), "element_instance_key"),
-            element_id=_string(obj, "element_id", required=False, non_empty=False),
-            element_type=element_type,
-            message_name=_string(obj, "message_name"),
-            correlation_key=normalise_key(_get(obj, "correlation_key", True), "correlation_key"),
-            interrupting=interrupting,
-        )
-    elif kind == ELEMENT_LEFT:
-        pik = _get(obj, "process_instance_key", False)
-        record.update(
-            process_instance_key=None if pik is None else instance_key(pik, "process_instance_key"),
-            element_instance_key=instance_key(_get(obj, "element_instance_key", True), "element_instance_key"),
-        )
-    else:  # INSTANCE_ENDED
-        record["process_instance_key"] = instance_key(_get(obj, "process_instance_key", True), "process_instance_key")
-    return record
-
-
-PARSERS = {"messages": parse_message, "workflow_events": parse_workflow_event}
-
-
-def parse_line(stream: str, raw: bytes) -> tuple[dict, str]:
-    """Return (normalised record, content hash) or raise BadRecord."""
-    obj = decode(raw)
-    try:  # equal as parsed JSON: 1.0 is 1, as in any JSON reader
-        canonical = canonical_json(_integral_floats_as_ints(obj) if _FLOATS.integral else obj).encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate escape such as "\ud800": not Unicode text
-        raise BadRecord("invalid JSON: unpaired surrogate escape in a string") from None
-    record = PARSERS[stream](obj)
-    digest = hashlib.sha256(canonical).hexdigest()[:32]
-    return record, digest

@@ -19,7 +19,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from correlake.config import LONG_LINE_RAW_BYTES, MAX_LINE_BYTES, PARSED_BATCH_BYTES, S3Settings
-from correlake.contract.parsing import BadRecord, parse_line
+from correlake.contract.parsing import BadRecord
+from correlake.contract.records import parse_line
 from correlake.contract.schemas import PARSED, STREAM_FIELDS, STREAM_TIME
 from correlake.lake.landing import LandingFile, NotRead, open_file
 from correlake.transforms.sequential import to_batches
