@@ -83,20 +83,26 @@ else
   echo "  Spark driver     $CORRELAKE_DRIVER (log $AIRFLOW_HOME/driver.log; warming up, ~1.5 min;"
   echo "                   restarted if it stops; restart make airflow after changing code or expectations/)"
 fi
+components="$AIRFLOW_HOME/logs/components"
+mkdir -p "$components"
+echo "  component logs   $components/<scheduler|dag-processor|triggerer|api-server|log-server>.log"
 echo "  stop             Ctrl-C, or kill -TERM $$"
-component() {  # component NAME COMMAND...: COMMAND, each line of its output prefixed by NAME; the
-  local name=$1; shift  # prefixer ignores SIGTERM, so the component's last lines still show
-  "$@" 2>&1 | (trap '' TERM; exec sed -u "s/^/$(printf '%-13s' "$name")| /")
+echo "correlake: from here, one line per change of state (components up, each DAG run's end)"
+component() {  # component NAME COMMAND...: COMMAND, its output appended to its log file
+  local name=$1; shift
+  "$@" >>"$components/$name.log" 2>&1
 }
-(  # Airflow: one process group, stopped as a whole with SIGTERM
+(  # Airflow and the lines that follow its state: one process group, stopped as a whole with SIGTERM
   set +m
+  for name in scheduler dag-processor triggerer api-server log-server; do : >>"$components/$name.log"; done
   component scheduler airflow scheduler --skip-serve-logs &
   component dag-processor airflow dag-processor &
   component triggerer airflow triggerer --skip-serve-logs &
   component api-server airflow api-server &
   component log-server python -m correlake.interfaces.airflow_log_server &
+  python -m correlake.interfaces.airflow_local --follow "$components" "http://localhost:$port" &
   wait
-) &
+) 2>/dev/null &
 airflow_group=$!
 
 stop_group() {  # stop_group SIGNAL TARGET GROUP: SIGNAL to TARGET; what is left of GROUP after 30 s is killed

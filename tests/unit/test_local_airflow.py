@@ -89,3 +89,17 @@ def test_the_signing_keys_are_64_random_bytes_made_once_in_0600_files_that_airfl
     env = {**os.environ, **settings, "AIRFLOW_HOME": str(tmp_path / "airflow")}  # Airflow in a process of its own
     shown = subprocess.run([sys.executable, "-c", read], env=env, capture_output=True, text=True, check=True)
     assert shown.stdout.split() == [keys["api_secret_key"], keys["jwt_secret"]]
+
+
+def test_make_airflow_prints_a_line_when_a_dag_run_ends():
+    from correlake.interfaces.airflow_local import _RUN_ENDED
+
+    line = ("[2026-12-03T06:00:05.123+0000] {dagrun.py:1249} INFO - Marking run <DagRun correlake_hourly @ "
+            "2026-12-03 06:00:00+00:00: scheduled__2026-12-03T06:00:00+00:00, state:running, queued_at: "
+            "2026-12-03 06:00:01+00:00. run_type: scheduled> successful")
+    found = _RUN_ENDED.search(line)
+    assert (found["dag"], found["run"], found["state"]) == (
+        "correlake_hourly", "scheduled__2026-12-03T06:00:00+00:00", "successful")
+    manual = "Marking run <DagRun correlake_hourly @ None: manual__2026-12-03T06:10:00+00:00, state:running, " \
+             "queued_at: None. run_type: manual> failed"
+    assert _RUN_ENDED.search(manual)["state"] == "failed"

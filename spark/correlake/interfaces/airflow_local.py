@@ -2,7 +2,8 @@
 private AIRFLOW_HOME, the keys that sign the API's tokens and the log servers' requests,
 the admin's password (generated once, shown once) and the demo landing. Run as
 `python -m correlake.interfaces.airflow_local`; it prints shell lines for the script to
-`eval`: the settings that read the keys, and the login line.
+`eval`: the settings that read the keys, and the login line. With `--follow COMPONENTS
+URL` it prints a line per change of Airflow's state instead (`follow`).
 
 AIRFLOW_HOME holds the metadata database, `airflow.cfg`, the signing keys, the passwords
 file and the task logs: its owner alone may read it (0700), and the keys and passwords
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shlex
 import tempfile
@@ -75,7 +77,46 @@ def login(passwords: Path) -> str:
     return f"{USER} / {password}   (shown this once; kept in {passwords}, mode 0600)"
 
 
+# the scheduler's line when a DAG run ends: "Marking run <DagRun dag @ date: run_id, state:…> successful"
+_RUN_ENDED = re.compile(r"Marking run <DagRun (?P<dag>\S+) @ [^>]*?: (?P<run>[^,>]+),.*?> (?P<state>successful|failed)")
+
+
+def follow(components: Path, url: str, every: float = 2.0) -> None:
+    """`make airflow`'s console after the start: a line when Airflow's health changes (the
+    UI up; the scheduler, DAG processor or triggerer healthy or not) and when a DAG run ends,
+    read from the API's health endpoint and the scheduler's log (`components`/scheduler.log)."""
+    import time
+    import urllib.request
+
+    def say(text: str) -> None:
+        print(f"correlake: {time.strftime('%H:%M:%S')} {text}", flush=True)
+
+    health, log = None, (components / "scheduler.log").open("r", encoding="utf-8", errors="replace")
+    log.seek(0, os.SEEK_END)
+    while True:
+        try:
+            with urllib.request.urlopen(f"{url}/api/v2/monitor/health", timeout=5) as answer:
+                now = {part: value.get("status") for part, value in json.load(answer).items()
+                       if isinstance(value, dict)}
+        except (OSError, ValueError):
+            now = None
+        if now != health:
+            if now is None:
+                say(f"Airflow's API at {url} does not answer" + (" (yet)" if health is None else ""))
+            else:
+                say(f"Airflow at {url}: " + ", ".join(f"{part} {status}" for part, status in sorted(now.items())))
+            health = now
+        for line in log.readlines():
+            if found := _RUN_ENDED.search(line):
+                say(f"DAG run {found['run']} of {found['dag']}: {found['state']}")
+        time.sleep(every)
+
+
 def main() -> None:
+    import sys
+
+    if sys.argv[1:2] == ["--follow"]:
+        return follow(Path(sys.argv[2]), sys.argv[3])
     from correlake.config import demo_dir
     from correlake.samples.demo import write_demo_landing
 
