@@ -27,8 +27,8 @@ TASKS = ["prepare", "bronze", "gate_bronze", "silver", "gate_silver", "gold", "g
 # Airflow's own modules and what they load lazily for the names the files use (croniter:
 # the cron timetables; packaging: the task decorator's provider), and these correlake
 # modules, of the standard library only
-LIGHT = ("correlake", "correlake.config", "correlake.contract", "correlake.contract.enums",
-         "correlake.contract.parsing", "correlake.errors", "correlake.interfaces", "correlake.interfaces.airflow_dags")
+LIGHT = ("correlake", "correlake.config", "correlake.contract", "correlake.contract.parsing", "correlake.errors",
+         "correlake.interfaces", "correlake.interfaces.airflow_dags")
 AIRFLOW_LAZY = {"airflow", "croniter", "packaging"}
 
 IMPORT_PROBE = f"""

@@ -79,8 +79,8 @@ def _subscription_claim(row: dict, s: dict, gold: dict) -> str | None:
     if reason == "WAITING":
         return None if s["closed_at"] is None else "closed at as_of"
     if reason == "MESSAGE_AFTER_CLOSE":
-        ok = (m is not None and s["closed_at"] is not None and m["published_at"] > s["closed_at"]
-              and gap == m["published_at"] - s["closed_at"])
+        ok = (m is not None and s["closed_at"] is not None and m["published_at"] >= s["closed_at"]  # at one instant
+              and gap == m["published_at"] - s["closed_at"])  # the close comes first (rule 2)
         return None if ok else "its message was not published after it closed"
     if reason == "NO_MESSAGE":
         return None if not messages else "a matching message was published"
