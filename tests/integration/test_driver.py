@@ -94,8 +94,9 @@ def test_airflow_tasks_run_their_stages_on_the_driver(spark, served, correlake_d
     run = correlake_dag.test(run_conf={"as_of": None, "rebuild": False, "max_quarantine_ratio": None,
                                        "dry_run": False})
     assert {str(ti.state) for ti in run.get_task_instances()} == {"success"}
-    # prepare, three stages, three gates, publish, the stats' findings
-    assert log.read_text().count("done in") - served_before == 9
+    # prepare, three stages, three gates, publish, the stats' findings and counts by reason
+    assert log.read_text().count("done in") - served_before == 10
+    assert "correlake driver: reasons done in" in log.read_text()
     assert sorted_gold(spark, str(tmp_path / "lake")) == sorted_gold(spark, local_lake)
     capfd.readouterr()
     run = maintenance_dag.test(run_conf={"retain_hours": None, "dry_run": True})
