@@ -160,6 +160,23 @@ def test_the_driver_listens_on_loopback_only_and_has_no_web_ui(spark):
     assert spark.sparkContext.uiWebUrl is None
 
 
+def test_a_broadcast_join_holds_little_of_the_driver_s_memory_until_it_is_cleaned(spark):
+    """The driver's copy of a broadcast hash relation (kept until Spark's cleaner frees it)
+    holds one Tungsten page at least: a small page, not Spark's 32 MB, for a join of ten rows."""
+    jvm = spark.sparkContext._jvm
+
+    def heap_used() -> int:  # live bytes: after a full collection
+        jvm.System.gc()
+        return jvm.java.lang.management.ManagementFactory.getMemoryMXBean().getHeapMemoryUsage().getUsed()
+
+    small = spark.createDataFrame([(f"key-{i}", i) for i in range(10)], "k string, v int")
+    big = spark.range(1000).selectExpr("concat('key-', CAST(id % 10 AS STRING)) AS k")
+    before = heap_used()
+    joined = big.join(F.broadcast(small), "k")  # its plan, and so the broadcast, kept alive
+    assert joined.count() == 1000
+    assert heap_used() - before < 16 * 2**20
+
+
 def test_the_bind_address_is_checked(monkeypatch):
     monkeypatch.setenv("CORRELAKE_SPARK_BIND_ADDRESS", "0.0.0.0; rm")
     with pytest.raises(ConfigError, match="CORRELAKE_SPARK_BIND_ADDRESS: '0.0.0.0; rm' is not a host name"):

@@ -18,6 +18,7 @@ QUERIES = ("headline_counts", "activity_per_hour", "latency_histogram", "busiest
            "duplicate_rejection_rates", "quarantine_reasons", "recent_runs", "unmatched_reasons",
            "unmatched_reasons_per_hour", "top_near_misses", "near_miss_kinds")
 DELIVERY_QUERIES = ("delivery_statuses", "busiest_delivery_latency", "dead_letter_reasons")
+COSTLY_VIEWS = ["explanations", "near_misses"]  # each read by several queries: computed once
 TIME = "'yyyy-MM-dd HH:mm'"  # the queries' times ({time}), as the page's hour labels read them
 
 
@@ -31,24 +32,29 @@ def queries() -> dict[str, str]:
 
 def gather(spark, lake: str) -> dict[str, list[dict]]:
     """The result rows of every report query (small aggregates), by name."""
-    from correlake.lake.catalog import register
+    from correlake.lake.catalog import computed_once, register
 
     sql = queries()
     registered = register(spark, lake, list(sql.values()))
     names = QUERIES + (DELIVERY_QUERIES if "delivery_events" in registered else ())
-    found = {}
-    for i, name in enumerate(names, 1):
-        started = time.perf_counter()
-        found[name] = [row.asDict() for row in spark.sql(sql[name]).collect()]
-        progress.step(f"report: {i}/{len(names)} {name} in {time.perf_counter() - started:.1f} s")
+    found, started = {}, time.perf_counter()
+    with computed_once(spark, COSTLY_VIEWS, registered):
+        if once := [name for name in COSTLY_VIEWS if name in registered]:
+            progress.step(f"report: {' and '.join(once)} computed in {time.perf_counter() - started:.1f} s")
+        for i, name in enumerate(names, 1):
+            started = time.perf_counter()
+            found[name] = [row.asDict() for row in spark.sql(sql[name]).collect()]
+            progress.step(f"report: {i}/{len(names)} {name} in {time.perf_counter() - started:.1f} s")
     return found
 
 
 def reason_counts(spark, lake: str) -> dict[str, int]:
     """How many messages and subscriptions did not correlate, by kind and reason, and how many
     of them have a near miss of each kind (what the hourly DAG's stats publish)."""
-    from correlake.lake.catalog import register
+    from correlake.lake.catalog import computed_once, register
 
     sql = queries()
-    register(spark, lake, [sql["unmatched_reasons"], sql["near_miss_kinds"]])
-    return {r["label"]: r["n"] for name in ("unmatched_reasons", "near_miss_kinds") for r in spark.sql(sql[name]).collect()}
+    registered = register(spark, lake, [sql["unmatched_reasons"], sql["near_miss_kinds"]])
+    with computed_once(spark, COSTLY_VIEWS, registered):
+        return {r["label"]: r["n"] for name in ("unmatched_reasons", "near_miss_kinds")
+                for r in spark.sql(sql[name]).collect()}

@@ -33,7 +33,8 @@ from correlake.driver.launch import serves_calls, spawn
 from correlake.driver.protocol import READY, new_secret, serving
 
 SETUP_PREFIXES = ("CORRELAKE_", "SPARK_", "PYSPARK_", "JAVA_", "HADOOP_", "AWS_", "PYTHON")
-PER_CALL = ("CORRELAKE_RUN_PATH",)  # settings each call carries (interfaces/commands/run.py): not the driver's
+# settings each call carries (interfaces/commands/run.py, driver/client.py): not the driver's
+PER_CALL = ("CORRELAKE_RUN_PATH", "CORRELAKE_PROGRESS")
 STOP_SECONDS = 60.0  # how long `stop` waits for a kept driver to be gone
 
 

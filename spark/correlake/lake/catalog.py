@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from graphlib import TopologicalSorter
@@ -110,3 +111,25 @@ def register(spark, lake: str | Path, queries: list[str] | None = None) -> list[
             spark.sql(f"CREATE OR REPLACE TEMP VIEW {view.name} AS {view.sql}")
             registered.append(view.name)
     return registered
+
+
+@contextmanager
+def computed_once(spark, names: list[str], registered: list[str]):
+    """Within the block, the registered views of `names` read from their rows computed once
+    (checkpointed) instead of their queries, and the registered views that read them defined
+    again over those rows: for several questions asked of a costly view (`explanations`).
+    After it, every view is its query again and the rows are left to Spark's cleaner."""
+    stale: set[str] = set()
+    for view in views().values():  # each after the views it reads
+        if view.name in registered and (view.name in names or view.reads & stale):
+            if view.reads & stale:
+                spark.sql(f"CREATE OR REPLACE TEMP VIEW {view.name} AS {view.sql}")
+            if view.name in names:
+                spark.table(view.name).localCheckpoint().createOrReplaceTempView(view.name)
+            stale.add(view.name)
+    try:
+        yield
+    finally:
+        for view in views().values():
+            if view.name in stale:
+                spark.sql(f"CREATE OR REPLACE TEMP VIEW {view.name} AS {view.sql}")
