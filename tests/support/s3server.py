@@ -18,6 +18,9 @@ import threading
 from pathlib import Path
 
 START_SECONDS = 60
+# A connection that sends nothing for this long is closed: a request stalled inside the
+# gate (its body never sent in full) would otherwise hold every other client back.
+IDLE_SECONDS = 30
 
 
 def serve() -> None:
@@ -27,11 +30,14 @@ def serve() -> None:
 
     app, gate = DomainDispatcherApplication(create_backend_app), threading.Lock()
 
+    class Handler(MotoRequestHandler):
+        timeout = IDLE_SECONDS
+
     def one_at_a_time(environ, start_response):
         with gate:  # the whole request, its response's body included
             return list(app(environ, start_response))
 
-    server = make_server("127.0.0.1", 0, one_at_a_time, threaded=True, request_handler=MotoRequestHandler)
+    server = make_server("127.0.0.1", 0, one_at_a_time, threaded=True, request_handler=Handler)
     print(server.server_address[1], flush=True)
     os.dup2(2, 1)  # the parent reads the port only: anything else goes to the log
     server.serve_forever()
