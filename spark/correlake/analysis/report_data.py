@@ -38,8 +38,8 @@ def gather(spark, lake: str) -> dict[str, list[dict]]:
     registered = register(spark, lake, list(sql.values()))
     names = QUERIES + (DELIVERY_QUERIES if "delivery_events" in registered else ())
     found, started = {}, time.perf_counter()
-    with computed_once(spark, COSTLY_VIEWS, registered):
-        if once := [name for name in COSTLY_VIEWS if name in registered]:
+    with computed_once(spark, COSTLY_VIEWS, registered) as once:
+        if once:
             progress.step(f"report: {' and '.join(once)} computed in {time.perf_counter() - started:.1f} s")
         for i, name in enumerate(names, 1):
             started = time.perf_counter()

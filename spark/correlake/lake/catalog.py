@@ -108,9 +108,13 @@ def register(spark, lake: str | Path, queries: list[str] | None = None) -> list[
             registered.append(name)
     for view in every.values():  # a view over a table the lake has not (yet): not registered
         if view.name in wanted and view.reads <= set(registered):
-            spark.sql(f"CREATE OR REPLACE TEMP VIEW {view.name} AS {view.sql}")
+            _define(spark, view)
             registered.append(view.name)
     return registered
+
+
+def _define(spark, view: View) -> None:
+    spark.sql(f"CREATE OR REPLACE TEMP VIEW {view.name} AS {view.sql}")
 
 
 @contextmanager
@@ -118,18 +122,19 @@ def computed_once(spark, names: list[str], registered: list[str]):
     """Within the block, the registered views of `names` read from their rows computed once
     (checkpointed) instead of their queries, and the registered views that read them defined
     again over those rows: for several questions asked of a costly view (`explanations`).
-    After it, every view is its query again and the rows are left to Spark's cleaner."""
+    Yields the names of `names` so computed. After it, every view is its query again and
+    the rows are left to Spark's cleaner."""
     stale: set[str] = set()
     for view in views().values():  # each after the views it reads
         if view.name in registered and (view.name in names or view.reads & stale):
             if view.reads & stale:
-                spark.sql(f"CREATE OR REPLACE TEMP VIEW {view.name} AS {view.sql}")
+                _define(spark, view)
             if view.name in names:
                 spark.table(view.name).localCheckpoint().createOrReplaceTempView(view.name)
             stale.add(view.name)
     try:
-        yield
+        yield [name for name in names if name in stale]
     finally:
         for view in views().values():
             if view.name in stale:
-                spark.sql(f"CREATE OR REPLACE TEMP VIEW {view.name} AS {view.sql}")
+                _define(spark, view)

@@ -62,7 +62,7 @@ def get_spark(settings: SparkSettings | None = None, dump_classes_to: Path | Non
         "spark.databricks.delta.merge.repartitionBeforeWrite.enabled": "false",
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
         # Tungsten's page: the driver keeps each broadcast join's hash relation, with at least one
-        # page, until the cleaner frees it; at the default 32 MB a report's queries held 800 MB.
+        # page, until the cleaner frees it; at the 32 MB Spark sized it to here, a report's queries held 800 MB.
         "spark.buffer.pageSize": "2m",
         "spark.sql.maxPlanStringLength": "8192",  # long plans: explain strings cost minutes otherwise
         # A run compiles ~700 distinct classes; with Spark's 100 they are compiled again and again.
