@@ -45,13 +45,13 @@ from correlake.errors import UsageError
 
 PACKAGE = Path(__file__).resolve().parent
 PROJECT_ROOT = PACKAGE.parents[1]  # the checkout's root, when the package runs from one
-DEFAULT_TTL_MS = 3_600_000
-DEFAULT_TENANT = "<default>"
+DEFAULT_TTL_MS, DEFAULT_TENANT = 3_600_000, "<default>"
 MAX_QUARANTINE_RATIO = 0.01
 BROADCAST_ROWS = 200_000  # a run's frames up to this size are broadcast to their joins with history (hints.py)
 COMPONENTS_ON_DRIVER = 10_000  # key groups of at most this many edges (links both ways) are solved on the driver
 WRITE_THREADS = 4  # tables a run, or a maintenance, writes at once
 CANCEL_SECONDS = 30  # an interrupted run waits this long at most for Spark's jobs to be cancelled
+ANALYSIS_CACHE_BYTES = 256 * 2**20  # the Delta size of a lake's tables the analyst commands keep in memory
 # A run whose new landing files hold at most this much JSON (some 20k records), on a lake
 # of at most this many records (its MERGEs rewrite files of the history), has Spark
 # evaluate its row projections rather than generate code for them (session.row_projections)

@@ -35,7 +35,7 @@ def told(spark, lake: str, on_messages: dict | None, on_subscriptions: dict | No
                          "opened_at", "tenant_id", "element_instance_key", "message_name")
     if not messages and not subscriptions:
         raise UsageError(f"nothing in {selection}")
-    kept = _only_their_keys(spark, lake, {o["correlation_key"] for o in messages + subscriptions})
+    kept = _only_their_keys(spark, {o["correlation_key"] for o in messages + subscriptions})
 
     def story_rows(table: str, alternatives: list[dict], *order: str) -> list[dict]:
         if table not in kept:
@@ -75,21 +75,18 @@ def folded(column):
     return F.lower(F.regexp_replace(column, r"^\s+|\s+$", ""))
 
 
-def _only_their_keys(spark, lake: str, keys: set[str]) -> dict[str, list[dict]]:
+def _only_their_keys(spark, keys: set[str]) -> dict[str, list[dict]]:
     """Register the gold tables the views read with only the rows whose key folds to one of
     `keys`' (the selected objects'): every row a reason or a near miss of theirs can name has
     such a key (a match has their key; a near miss, their key folded or in another tenant),
     so the views answer for them as over the whole lake, from a few rows, held in the
-    driver (one read of each table). Returns those rows, by table."""
+    driver (one read of each registered table). Returns those rows, by table."""
     from pyspark.sql import functions as F
-
-    from correlake.config import table_path
-    from correlake.lake.catalog import TABLE_NAMES
 
     wanted = [folded(F.lit(k)) for k in sorted(keys)]
     kept = {}
     for name in KEYED_TABLES:
-        table = spark.read.format("delta").load(table_path(lake, TABLE_NAMES[name]))
+        table = spark.table(name)
         found = table.where(folded(F.col("correlation_key")).isin(*wanted)).collect()
         spark.createDataFrame(found, table.schema).createOrReplaceTempView(name)
         kept[name] = [r.asDict() for r in found]

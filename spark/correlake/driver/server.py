@@ -127,7 +127,6 @@ def _serve_one(conn, request: tuple, spark, functions: dict) -> bool:
     print(f"correlake driver: {name} {outcome} in {time.perf_counter() - start:.1f} s", flush=True)
     send(conn, reply)
     if alive:  # the call's memory freed once its caller has its reply (the next call waits for it)
-        spark.catalog.clearCache()
         release(spark)
     return alive
 

@@ -17,7 +17,7 @@ from pyspark.sql import functions as F
 from correlake.config import DELIVERY_TABLES, GOLD_TABLES, TABLES, sql_dir, table_path
 from correlake.contract.ordering import ordering_key_column
 from correlake.errors import UsageError
-from correlake.lake import sqlfiles
+from correlake.lake import kept_tables, sqlfiles
 from correlake.lake.journal import UNREADABLE_JOURNAL, journal_path, unfinished_run
 from correlake.lake.preflight import require_folder
 from correlake.lake.tables import is_table
@@ -104,7 +104,8 @@ def register(spark, lake: str | Path, queries: list[str] | None = None) -> list[
     registered = []
     for name, table in TABLE_NAMES.items():
         if name in wanted and is_table(table_path(lake, table)):
-            _as_of_revision_3(name, spark.read.format("delta").load(table_path(lake, table))).createOrReplaceTempView(name)
+            kept_tables.read(spark, str(lake), table_path(lake, table),
+                             lambda frame, name=name: _as_of_revision_3(name, frame)).createOrReplaceTempView(name)
             registered.append(name)
     for view in every.values():  # a view over a table the lake has not (yet): not registered
         if view.name in wanted and view.reads <= set(registered):

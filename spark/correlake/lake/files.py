@@ -202,6 +202,24 @@ def names(folder: str) -> list[str]:
         return []
 
 
+def modified(folder: str) -> dict[str, float]:
+    """The files directly in a folder (or under a prefix), each with when it was last
+    written (seconds since the epoch): {} if none."""
+    if is_uri(folder):
+        return {entry.name: entry.modified_at.timestamp() for entry in objectstore.listing(folder, recursive=False)}
+    found = {}
+    try:
+        for entry in os.scandir(folder):
+            try:
+                if entry.is_file():
+                    found[entry.name] = entry.stat().st_mtime
+            except FileNotFoundError:  # removed meanwhile
+                continue
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    return found
+
+
 def folder_ages(folder: str) -> dict[str, float]:
     """The folders in `folder` (prefixes under a prefix), each with the seconds since it, or
     in object storage the newest object in it, was last written."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 
 from correlake.config import DELETION_VECTOR_TABLES, table_path
-from correlake.lake.files import names
+from correlake.lake.files import modified, names
 
 
 def is_table(path: str) -> bool:
@@ -17,6 +17,14 @@ def version(path: str) -> int:
     """The table's latest version (-1 if none), from its commit files: no Spark job."""
     commits = [int(name[:-5]) for name in names(f"{path}/_delta_log") if name.endswith(".json") and name[:-5].isdigit()]
     return max(commits, default=-1)
+
+
+def latest_commit(path: str) -> tuple[int, float]:
+    """The table's latest version and when its commit was written ((-1, 0) if none): a
+    version of a table told apart from the same number of one deleted and made again."""
+    commits = {int(name[:-5]): at for name, at in modified(f"{path}/_delta_log").items()
+               if name.endswith(".json") and name[:-5].isdigit()}
+    return max(commits.items(), default=(-1, 0.0))
 
 
 def _writer(df: DataFrame, run_id: str):

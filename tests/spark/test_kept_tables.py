@@ -1,0 +1,61 @@
+"""The analyst commands' kept tables (`lake/kept_tables.py`): a table read again is the
+kept one until its latest commit changes (a new version, or the table deleted and made
+again with the same numbers), and read as Spark's cache; over the budget, or of another
+lake, nothing is kept."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from correlake.lake import kept_tables
+
+
+@pytest.fixture
+def table(spark, tmp_path):
+    path = str(tmp_path / "lake" / "t")
+    spark.range(3).write.format("delta").save(path)
+    yield str(tmp_path / "lake"), path
+    kept_tables.release()
+
+
+def read(spark, lake, path):
+    return kept_tables.read(spark, lake, path, lambda frame: frame.withColumnRenamed("id", "n"))
+
+
+def kept(frame) -> bool:
+    """Whether the frame is of rows held in Spark, not a read of the table."""
+    return "LogicalRDD" in frame._jdf.queryExecution().analyzed().toString()
+
+
+def test_a_table_is_kept_until_its_latest_commit_changes(spark, table):
+    lake, path = table
+    first = read(spark, lake, path)
+    assert first.columns == ["n"] and first.count() == 3 and kept(first)
+    assert read(spark, lake, path) is first
+
+    spark.range(5).write.format("delta").mode("append").save(path)
+    kept_tables.drop_stale()
+    assert kept_tables._kept == {}
+    second = read(spark, lake, path)
+    assert second is not first and second.count() == 8 and kept(second)
+
+    shutil.rmtree(path)  # made again, to the same version number (1)
+    spark.range(7).write.format("delta").save(path)
+    spark.range(2).write.format("delta").mode("append").save(path)
+    again = read(spark, lake, path)
+    assert again is not second and again.count() == 9 and kept(again)
+
+
+def test_nothing_is_kept_over_the_budget_nor_of_another_lake(spark, table, tmp_path, monkeypatch):
+    lake, path = table
+    assert kept(read(spark, lake, path))
+    other = str(tmp_path / "other" / "t")
+    spark.range(4).write.format("delta").save(other)
+    assert read(spark, str(tmp_path / "other"), other).count() == 4 and list(kept_tables._kept) == [other]
+
+    monkeypatch.setattr(kept_tables, "ANALYSIS_CACHE_BYTES", 0)
+    kept_tables.release()
+    frame = read(spark, lake, path)
+    assert frame.count() == 3 and not kept(frame) and read(spark, lake, path) is not frame
