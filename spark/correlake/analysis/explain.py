@@ -86,10 +86,9 @@ def _only_their_keys(spark, keys: set[str]) -> dict[str, list[dict]]:
     wanted = [folded(F.lit(k)) for k in sorted(keys)]
     kept = {}
     for name in KEYED_TABLES:
-        table = spark.table(name)
-        found = table.where(folded(F.col("correlation_key")).isin(*wanted)).collect()
-        spark.createDataFrame(found, table.schema).createOrReplaceTempView(name)
-        kept[name] = [r.asDict() for r in found]
+        found = spark.table(name).where(folded(F.col("correlation_key")).isin(*wanted)).localCheckpoint()
+        found.createOrReplaceTempView(name)
+        kept[name] = [r.asDict() for r in found.collect()]
     return kept
 
 

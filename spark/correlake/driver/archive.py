@@ -9,10 +9,8 @@ import sys
 from pathlib import Path
 
 from correlake.config import SparkSettings
-from correlake.driver.warm_up import warm_up
 from correlake.errors import SetupError
 from correlake.runtime import class_archive
-from correlake.runtime.session import get_spark
 
 
 class ArchiveError(SetupError):
@@ -25,8 +23,11 @@ def build(settings: SparkSettings | None = None) -> Path | None:
     Archives made for other JARs are removed. Returns the archive (None without `java`)."""
     settings = settings or SparkSettings()
     archive = class_archive.path(settings)
-    if archive is None or archive.exists():
+    if archive is None or archive.exists():  # each `./correlake` asks: the answer costs no Spark import
         return archive
+    from correlake.driver.warm_up import warm_up
+    from correlake.runtime.session import get_spark
+
     print("correlake setup: archiving the driver JVM's classes ...", file=sys.stderr)
     archive.parent.mkdir(parents=True, exist_ok=True)
     for old in archive.parent.glob("*.partial"):  # an interrupted set-up's

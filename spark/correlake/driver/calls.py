@@ -3,15 +3,29 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from importlib import import_module
+
+# the name a call travels under -> the module and name of a function whose first argument
+# is the SparkSession; callers name them by reference (`call(pipeline.run, …)`)
+SERVED = {"run": "correlake.run.pipeline.run", "prepare": "correlake.run.stepwise.prepare",
+          "compute": "correlake.run.stepwise.compute", "check": "correlake.run.stepwise.check",
+          "publish": "correlake.run.stepwise.publish", "findings": "correlake.run.summary.findings",
+          "maintain": "correlake.run.maintenance.maintain", "sql": "correlake.analysis.query.answer",
+          "report": "correlake.analysis.report_data.gather", "explain": "correlake.analysis.explain.told",
+          "reasons": "correlake.analysis.report_data.reason_counts"}
+
+
+def name_of(function: Callable) -> str | None:
+    """The name `function` travels under, None if no driver serves it (nothing imported:
+    a client needs none of the served modules)."""
+    where = f"{function.__module__}.{function.__name__}"
+    return next((name for name, path in SERVED.items() if path == where), None)
 
 
 def served() -> dict[str, Callable]:
-    """What a driver serves, by the name a call travels under: functions whose first
-    argument is the SparkSession. Callers name them by reference (`call(pipeline.run, …)`)."""
-    from correlake.analysis import explain, query, report_data
-    from correlake.run import maintenance, pipeline, stepwise, summary
-
-    return {"run": pipeline.run, "prepare": stepwise.prepare, "compute": stepwise.compute,
-            "check": stepwise.check, "publish": stepwise.publish, "findings": summary.findings,
-            "maintain": maintenance.maintain, "sql": query.answer, "report": report_data.gather,
-            "explain": explain.told, "reasons": report_data.reason_counts}
+    """What a driver serves, by the name a call travels under (each module imported)."""
+    found = {}
+    for name, path in SERVED.items():
+        module, _, attribute = path.rpartition(".")
+        found[name] = getattr(import_module(module), attribute)
+    return found

@@ -12,7 +12,7 @@ from typing import TypeVar
 from correlake import progress
 from correlake.config import driver_socket, progress_wanted
 from correlake.driver import kept
-from correlake.driver.calls import served
+from correlake.driver.calls import name_of
 from correlake.driver.protocol import DriverError, Progress, connect
 from correlake.errors import EXIT_ERROR
 
@@ -26,9 +26,9 @@ class RemoteError(DriverError):
 
 
 def call(function: Callable[..., T], *args, **kwargs) -> T:
-    """`function`(spark, *args, **kwargs) (one of `served()`) on the driver at
+    """`function`(spark, *args, **kwargs) (one of `calls.SERVED`) on the driver at
     `CORRELAKE_DRIVER`, else on the kept driver (`kept.py`), else here."""
-    name = next((n for n, f in served().items() if f is function), None)
+    name = name_of(function)
     if name is None:
         raise ValueError(f"a driver does not serve {function.__module__}.{function.__qualname__}")
     address, wanted = driver_socket(), progress_wanted()

@@ -3,10 +3,13 @@ journal that makes a run all-or-nothing: `journal.py`)."""
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from typing import TYPE_CHECKING
 
 from correlake.config import DELETION_VECTOR_TABLES, table_path
 from correlake.lake.files import modified, names
+
+if TYPE_CHECKING:  # the CLI reads versions without importing Spark
+    from pyspark.sql import DataFrame
 
 
 def is_table(path: str) -> bool:
