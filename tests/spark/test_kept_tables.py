@@ -1,7 +1,6 @@
 """The analyst commands' kept tables (`lake/kept_tables.py`): a table read again is the
 kept one until its latest commit changes (a new version, or the table deleted and made
-again with the same numbers), and read as Spark's cache; over the budget, or of another
-lake, nothing is kept."""
+again with the same numbers); over the budget nothing is kept, and of one lake only."""
 
 from __future__ import annotations
 
@@ -36,7 +35,7 @@ def test_a_table_is_kept_until_its_latest_commit_changes(spark, table):
     assert read(spark, lake, path) is first
 
     spark.range(5).write.format("delta").mode("append").save(path)
-    kept_tables.drop_stale()
+    kept_tables.drop_stale(lake)
     assert kept_tables._kept == {}
     second = read(spark, lake, path)
     assert second is not first and second.count() == 8 and kept(second)
@@ -54,6 +53,8 @@ def test_nothing_is_kept_over_the_budget_nor_of_another_lake(spark, table, tmp_p
     other = str(tmp_path / "other" / "t")
     spark.range(4).write.format("delta").save(other)
     assert read(spark, str(tmp_path / "other"), other).count() == 4 and list(kept_tables._kept) == [other]
+    kept_tables.drop_stale(lake)  # a run of another lake than the kept one's
+    assert kept_tables._kept == {}
 
     monkeypatch.setattr(kept_tables, "ANALYSIS_CACHE_BYTES", 0)
     kept_tables.release()

@@ -57,9 +57,19 @@ def _drop(path: str) -> None:
     del _kept[path]  # its rows are Spark's cleaner's once the JVM collects the frame (`memory.release`)
 
 
-def drop_stale() -> None:
-    """Forget the kept tables whose latest commit is another (a run wrote them)."""
-    for path in [path for path, kept in _kept.items() if latest_commit(path) != kept.commit]:
+def drop_stale(lake: str) -> None:
+    """After a run of `lake`: forget the kept tables whose latest commit is another; all of
+    them if they are another lake's, or if the commits cannot be listed (a store that does
+    not answer: the run's own error is what its caller sees)."""
+    if _lake != lake:
+        release()
+        return
+    try:
+        stale = [path for path, kept in _kept.items() if latest_commit(path) != kept.commit]
+    except Exception:
+        release()
+        return
+    for path in stale:
         _drop(path)
 
 

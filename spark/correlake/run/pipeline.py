@@ -53,7 +53,7 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
                 return published
             finally:
                 staged.discard()
-                kept_tables.drop_stale()  # what analyst commands kept of the tables it changed
+                kept_tables.drop_stale(lake_dir)  # what analyst commands kept of the tables it changed
                 release(spark)
         except KeyboardInterrupt as stopped:  # Ctrl-C or SIGTERM, which may come after the publish
             stopped.published = published  # read by `errors.published_before`
