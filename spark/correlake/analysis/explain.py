@@ -79,8 +79,8 @@ def _only_their_keys(spark, keys: set[str]) -> dict[str, list[dict]]:
     """Register the gold tables the views read with only the rows whose key folds to one of
     `keys`' (the selected objects'): every row a reason or a near miss of theirs can name has
     such a key (a match has their key; a near miss, their key folded or in another tenant),
-    so the views answer for them as over the whole lake, from a few rows, held in the
-    driver (one read of each registered table). Returns those rows, by table."""
+    so the views answer for them as over the whole lake, from a few rows (local
+    checkpoints: one read of each registered table). Returns those rows, by table."""
     from pyspark.sql import functions as F
 
     wanted = [folded(F.lit(k)) for k in sorted(keys)]

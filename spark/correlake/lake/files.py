@@ -202,22 +202,16 @@ def names(folder: str) -> list[str]:
         return []
 
 
-def modified(folder: str) -> dict[str, float]:
-    """The files directly in a folder (or under a prefix), each with when it was last
-    written (seconds since the epoch): {} if none."""
-    if is_uri(folder):
-        return {entry.name: entry.modified_at.timestamp() for entry in objectstore.listing(folder, recursive=False)}
-    found = {}
+def written_at(path: str) -> float | None:
+    """When a file (or object) was last written, in seconds since the epoch; None if none is."""
+    if is_uri(path):
+        bucket, key = objectstore.split(path)
+        head = objectstore.unless(objectstore.MISSING, objectstore.client().head_object, Bucket=bucket, Key=key)
+        return None if head is None else head["LastModified"].timestamp()
     try:
-        for entry in os.scandir(folder):
-            try:
-                if entry.is_file():
-                    found[entry.name] = entry.stat().st_mtime
-            except FileNotFoundError:  # removed meanwhile
-                continue
-    except (FileNotFoundError, NotADirectoryError):
-        pass
-    return found
+        return os.stat(path).st_mtime
+    except FileNotFoundError:
+        return None
 
 
 def folder_ages(folder: str) -> dict[str, float]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from correlake.config import DELETION_VECTOR_TABLES, table_path
-from correlake.lake.files import modified, names
+from correlake.lake.files import names, written_at
 
 if TYPE_CHECKING:  # the CLI reads versions without importing Spark
     from pyspark.sql import DataFrame
@@ -25,9 +25,9 @@ def version(path: str) -> int:
 def latest_commit(path: str) -> tuple[int, float]:
     """The table's latest version and when its commit was written ((-1, 0) if none): a
     version of a table told apart from the same number of one deleted and made again."""
-    commits = {int(name[:-5]): at for name, at in modified(f"{path}/_delta_log").items()
-               if name.endswith(".json") and name[:-5].isdigit()}
-    return max(commits.items(), default=(-1, 0.0))
+    latest = version(path)
+    written = written_at(f"{path}/_delta_log/{latest:020d}.json") if latest >= 0 else None
+    return latest, written or 0.0
 
 
 def _writer(df: DataFrame, run_id: str):
