@@ -19,6 +19,7 @@ GATEWAY = "EVENT_BASED_GATEWAY"
 MESSAGES = [
     msg(1, 10, mid="a", tenant="dup"), msg(2, 20, mid="a", tenant="dup"),  # 2 is rejected: 1 is buffered
     msg(3, 10, "s", tenant="lock"), msg(4, 20, "s", tenant="lock"),  # 3 starts p and holds the lock for good
+    msg(14, 30, tenant="lock"),  # on the locked key, but of a name that starts no process
     msg(5, 10, ttl=100 * S, tenant="earlier"), msg(6, 20, ttl=100 * S, tenant="earlier"),
     msg(7, 900, ttl=3600 * S, tenant="waiting"),
     msg(8, 10, ttl=10 * S, tenant="late"),  # its deadline (20 s) comes 30 s before e1 opens
@@ -45,6 +46,7 @@ EXPECTED = {
     ("MESSAGE", "dup", 2): ("DUPLICATE", 1, None, None),
     ("MESSAGE", "dup", 1): ("NO_SUBSCRIPTION", None, None, None),
     ("MESSAGE", "lock", 4): ("START_LOCKED", 3, None, None),
+    ("MESSAGE", "lock", 14): ("NO_SUBSCRIPTION", None, None, None),
     ("MESSAGE", "earlier", 6): ("TAKEN_BY_EARLIER", 5, "e1", None),
     ("MESSAGE", "waiting", 7): ("WAITING", None, None, None),
     ("MESSAGE", "late", 8): ("SUBSCRIPTION_AFTER_DEADLINE", None, "e1", 30 * S),
@@ -126,6 +128,8 @@ def test_explain_tells_a_story_with_its_reason(lake, capsys):
     assert "published, ttl 60000 ms; buffered until 1970-01-01 00:01:20.000" in out[2]
     assert "instance msg-start:p:3 of p started by message 3 (holds the lock)" in out[1]
     assert out[-2:] == ["  as of 1970-01-01 00:16:40.000: EXPIRED", "  reason: START_LOCKED (message 3)"]
+    assert cli.main(["explain", "--lake", lake, "--message-key", "14"]) == 0  # p's lock is not its business
+    assert "holds the lock" not in capsys.readouterr().out
     assert cli.main(["explain", "--lake", lake, "--element-instance-key", "e1", "--tenant", "closed"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split("  ", 2)[-1] for line in out[1:4]] == [

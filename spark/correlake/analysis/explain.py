@@ -12,7 +12,8 @@ from correlake.errors import UsageError
 EXPLANATION = ("kind", "tenant_id", "message_key", "element_instance_key", "message_name", "reason",
                "related_message_key", "related_element_instance_key", "gap_ms")
 # What a story reads besides the two views
-STORY_TABLES = "gold_messages gold_subscriptions gold_correlations gold_message_started_instances gold_as_of"
+STORY_TABLES = ("gold_messages gold_subscriptions gold_correlations gold_message_started_instances gold_as_of "
+                "silver_deployments")
 KEYED_TABLES = ("gold_messages", "gold_subscriptions", "gold_correlations", "gold_message_started_instances")
 
 

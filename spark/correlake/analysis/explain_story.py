@@ -25,6 +25,9 @@ class Stories:
         self.subscriptions = rows("gold_subscriptions", on("message_name"))
         self.correlations = rows("gold_correlations", on("message_name"))
         self.instances = rows("gold_message_started_instances", on(None))  # the start-event lock's holders
+        self.starting = {(d["tenant_id"], d["bpmn_process_id"], name)  # which processes a name can start
+                         for d in rows("silver_deployments", [{"tenant_id": t} for t in {t for t, _, _ in triples}])
+                         for name in d["message_start_events"] or ()}
         self.as_of = rows("gold_as_of", [{}])[0]["as_of"]
 
     def tell(self, obj: dict, result: dict) -> str:
@@ -48,9 +51,10 @@ class Stories:
         for c in self.correlations:
             if c["message_key"] == key:
                 events.append((c["correlated_at"], MESSAGE, f"correlated: {_correlation(c)}"))
-        for i in self.instances:  # the start-event lock's holders on its key (rules 19-21)
+        for i in self.instances:  # the lock's holders on its key, of processes that a message of its name starts
             if i["tenant_id"] == m["tenant_id"] and i["correlation_key"] == m["correlation_key"] and \
-                    i["message_key"] != key and m["correlation_key"] != "":
+                    i["message_key"] != key and m["correlation_key"] != "" and \
+                    (i["tenant_id"], i["bpmn_process_id"], m["name"]) in self.starting:
                 events.append((i["started_at"], MESSAGE, f"instance {i['process_instance_key']} of "
                                f"{i['bpmn_process_id']} started by message {i['message_key']} (holds the lock)"))
                 if i["ended_at"] is not None:
