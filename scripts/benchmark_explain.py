@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import shlex
 import statistics
 import subprocess
 import sys
@@ -75,7 +76,7 @@ def main() -> None:
     for row in objects:
         calls = [timed("explain", *lake_arg, *selectors(row)) for _ in range(args.calls)]
         report["explain"].append({"kind": row["kind"], "reason": row["reason"], "seconds": [s for s, _ in calls],
-                                  "command": " ".join(["correlake explain", *selectors(row)]), "story": calls[-1][1]})
+                                  "command": shlex.join(["correlake", "explain", *selectors(row)]), "story": calls[-1][1]})
     subprocess.run([CORRELAKE, "serve", "--stop"], capture_output=True, check=False)
     lines = [f"# why not correlated: a {args.messages} + {args.events} lake, on the kept driver, "
              f"{args.calls} calls each", ""]
