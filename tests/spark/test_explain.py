@@ -33,7 +33,7 @@ EVENTS = [
     sub(2, 30, "e1", tenant="earlier"),  # takes 5, the earlier of the two buffered
     sub(3, 50, "e1", tenant="late"),
     sub(4, 10, "e1", tenant="closed"), left(5, 20, "e1", tenant="closed"),
-    sub(6, 10, "e1", "a", etype=GATEWAY, tenant="sibling"), sub(7, 10, "e1", "b", etype=GATEWAY, tenant="sibling"),
+    sub(6, 10, "e1", "a", etype=GATEWAY, tenant="sibling"), sub(7, 10, "e1", "b", "k2", etype=GATEWAY, tenant="sibling"),
     sub(8, 10, "e1", pik="i1", tenant="process"), sub(9, 11, "e2", pik="i2", tenant="process"),
     sub(10, 10, "e1", tenant="open"),
     sub(11, 10, "e1", tenant="none"), left(12, 20, "e1", tenant="none"),
@@ -139,6 +139,13 @@ def test_explain_tells_a_story_with_its_reason(lake, capsys):
     reason = out.index("  reason: MESSAGE_AFTER_CLOSE (message 9, gap 30000 ms)")
     assert out[reason - 1] == "  as of 1970-01-01 00:16:40.000: closed (ELEMENT_LEFT)"
     assert out[reason + 1:] and all(line.startswith("  near miss (OTHER_TENANT): message ") for line in out[reason + 1:])
+    # a sibling of another key closed it: the story says which, and what it took
+    assert cli.main(["explain", "--lake", lake, "--element-instance-key", "e1", "--message-name", "b"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split("  ", 2)[-1] for line in out[1:4]] == [
+        "subscription e1 (EVENT_BASED_GATEWAY of p v1, instance i) opened",
+        "its sibling subscription to 'a' took message 11 (rule 13)",
+        "subscription e1 (EVENT_BASED_GATEWAY of p v1, instance i) closed (SIBLING_CORRELATED)"]
 
 
 def test_explain_json_has_the_views_columns_and_near_misses(lake, capsys):

@@ -36,6 +36,7 @@ def told(spark, lake: str, on_messages: dict | None, on_subscriptions: dict | No
                          "opened_at", "tenant_id", "element_instance_key", "message_name")
     if not messages and not subscriptions:
         raise UsageError(f"nothing in {selection}")
+    siblings = _sibling_takes(spark.table("gold_correlations"), subscriptions)  # their keys may be others
     kept = _only_their_keys(spark, {o["correlation_key"] for o in messages + subscriptions})
 
     def story_rows(table: str, alternatives: list[dict], *order: str) -> list[dict]:
@@ -45,13 +46,13 @@ def told(spark, lake: str, on_messages: dict | None, on_subscriptions: dict | No
         return sorted(found, key=lambda r: tuple(r[c] for c in order)) if order else found
 
     try:
-        return _told(spark, story_rows, messages, subscriptions, as_json)
+        return _told(spark, story_rows, messages, subscriptions, siblings, as_json)
     finally:  # the next question registers the tables it reads again, whole
         for name in KEYED_TABLES:
             spark.catalog.dropTempView(name)
 
 
-def _told(spark, rows, messages: list[dict], subscriptions: list[dict], as_json: bool) -> str:
+def _told(spark, rows, messages: list[dict], subscriptions: list[dict], siblings: list[dict], as_json: bool) -> str:
     objects = [("MESSAGE", m) for m in messages] + [("SUBSCRIPTION", s) for s in subscriptions]
     which = [_identity(dict(obj, kind=kind)) for kind, obj in objects]
     explained = {_key(r): r for r in rows("explanations", which)}
@@ -65,8 +66,19 @@ def _told(spark, rows, messages: list[dict], subscriptions: list[dict], as_json:
         results.append((obj, dict(row, near_misses=misses.get(key, []))))
     if as_json:
         return json.dumps([result for _, result in results], ensure_ascii=False)
-    stories = explain_story.Stories(rows, messages, subscriptions)
+    stories = explain_story.Stories(rows, messages, subscriptions, siblings)
     return "\n\n".join(stories.tell(obj, result) for obj, result in results)
+
+
+def _sibling_takes(correlations, subscriptions: list[dict]) -> list[dict]:
+    """The correlations that closed those of `subscriptions` closed SIBLING_CORRELATED: a
+    catch by another subscription of the same element instance (rule 13)."""
+    closed = [s for s in subscriptions if s["close_reason"] == "SIBLING_CORRELATED"]
+    if not closed:
+        return []
+    owners = [{"tenant_id": s["tenant_id"], "element_instance_key": s["element_instance_key"],
+               "subscription_type": "CATCH"} for s in closed]
+    return [r.asDict() for r in correlations.where(matching(owners)).collect()]
 
 
 def folded(column):

@@ -13,7 +13,7 @@ class Stories:
     """The gold rows around the selected messages and subscriptions, read once (filtered on
     their tenants, names and keys), and the story of each."""
 
-    def __init__(self, rows, messages: list[dict], subscriptions: list[dict]):
+    def __init__(self, rows, messages: list[dict], subscriptions: list[dict], sibling_takes: list[dict]):
         triples = sorted({(m["tenant_id"], m["name"], m["correlation_key"]) for m in messages}
                          | {(s["tenant_id"], s["message_name"], s["correlation_key"]) for s in subscriptions})
 
@@ -29,6 +29,7 @@ class Stories:
                          for d in rows("silver_deployments", [{"tenant_id": t} for t in {t for t, _, _ in triples}])
                          for name in d["message_start_events"] or ()}
         self.as_of = rows("gold_as_of", [{}])[0]["as_of"]
+        self.sibling_takes = sibling_takes  # the correlations that closed subscriptions as SIBLING_CORRELATED
 
     def tell(self, obj: dict, result: dict) -> str:
         """The object's story, one event a line, then its reason and near misses."""
@@ -64,7 +65,11 @@ class Stories:
     def _subscription(self, s: dict):
         title = (f"subscription {s['element_instance_key']} to {s['message_name']!r} (tenant {s['tenant_id']}, "
                  f"correlation key {s['correlation_key']!r})")
-        events = self._subscription_events(s)
+        events = [(c["correlated_at"], WORKFLOW, f"its sibling subscription to {c['message_name']!r} took message "
+                   f"{c['message_key']} (rule 13)") for c in self.sibling_takes
+                  if (c["tenant_id"], c["element_instance_key"]) == (s["tenant_id"], s["element_instance_key"])
+                  and c["message_name"] != s["message_name"] and c["correlated_at"] == s["closed_at"]]
+        events += self._subscription_events(s)  # at one instant, after the sibling's take (the order is stable)
         for m in self.messages:
             if (m["tenant_id"], m["name"], m["correlation_key"]) == _triple(s):
                 events.append((m["published_at"], MESSAGE, f"message {m['message_key']} published, ttl "

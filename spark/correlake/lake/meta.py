@@ -9,12 +9,12 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from correlake.contract.schemas import INGESTED_FILES, RUNS
-from correlake.lake.deltars import from_rows, write
+from correlake.lake.deltars import from_rows, read, write
 from correlake.lake.deltars import table as _table
 
 
 def _columns(table: DeltaTable, *columns: str) -> pa.Table:
-    return table.to_pyarrow_dataset().to_table(columns=list(columns))
+    return read(table, list(columns))
 
 
 def columns(lake: str, name: str) -> list[str]:
