@@ -29,7 +29,9 @@ def arrow_schema(name: str) -> pa.Schema:
 
 class Outbox:
     """The outbox at one version, read by file (pyarrow streams each through its filter:
-    the rows kept are held, not the file)."""
+    the rows kept are held, not the file), on the calling thread: pyarrow's scan threads,
+    left reading through delta-rs's file system, made processes abort at exit ("terminate
+    called without an active exception", `lake/deltars.read`)."""
 
     def __init__(self, lake: str, version: int):
         self.lake, self.version = lake, version
@@ -47,12 +49,12 @@ class Outbox:
             if not before <= {f.path for f in self.fragments}:
                 return None
             fragments = [f for f in self.fragments if f.path not in before]
-        return pa.chunked_array([f.to_table(columns=["event_id"])["event_id"] for f in fragments], pa.string())
+        return pa.chunked_array([_read(f, ["event_id"])["event_id"] for f in fragments], pa.string())
 
     def keys(self, event_ids: pa.Array) -> pa.Table:
         """OUTBOX_KEYS of these events, and `file`: the index of the file each is in."""
         wanted = ds.field("event_id").isin(event_ids)
-        parts = [f.to_table(columns=list(OUTBOX_KEYS), filter=wanted) for f in self.fragments]
+        parts = [_read(f, OUTBOX_KEYS, wanted) for f in self.fragments]
         parts = [part.append_column("file", pa.repeat(pa.scalar(i, pa.int32()), part.num_rows))
                  for i, part in enumerate(parts)]
         empty = arrow_schema("outbox").empty_table().select(list(OUTBOX_KEYS))
@@ -62,10 +64,13 @@ class Outbox:
         """OUTBOX_BODY of the events named per file index, by event_id."""
         found = {}
         for file, ids in by_file.items():
-            part = self.fragments[file].to_table(columns=list(OUTBOX_BODY),
-                                                 filter=ds.field("event_id").isin(ids))
+            part = _read(self.fragments[file], OUTBOX_BODY, ds.field("event_id").isin(ids))
             found.update((row["event_id"], row) for row in part.to_pylist())
         return found
+
+
+def _read(fragment, columns, where=None) -> pa.Table:
+    return fragment.to_table(columns=list(columns), filter=where, use_threads=False)
 
 
 def _fragments(table) -> list:
