@@ -7,13 +7,12 @@ from functools import cache
 
 import pyarrow as pa
 import pyarrow.dataset as ds
-from deltalake import QueryBuilder
 
 from correlake.config import DELIVERY_COMPACT_FILES
 from correlake.contract import schemas
 from correlake.lake.deltars import arrow_schema as _arrow_schema
+from correlake.lake.deltars import query, write
 from correlake.lake.deltars import table as _table
-from correlake.lake.deltars import write
 
 # The outbox's columns a pass needs for every event (never `payload`: read for the sent ones only)
 OUTBOX_KEYS = ("event_id", "tenant_id", "correlation_key", "message_key", "sequence")
@@ -79,16 +78,11 @@ def _fragments(table) -> list:
 
 
 def _query(lake: str, names: dict[str, str], sql: str) -> pa.Table | None:
-    """A SQL query (DataFusion, in delta-rs) over delivery tables registered under the
-    given aliases; None if one of them does not exist yet. (DataFusion rather than pyarrow's
-    dataset: delta-rs's MERGE writes string_view columns, which pyarrow's filters refuse.)"""
-    builder = QueryBuilder()
-    for alias, name in names.items():
-        table = _table(lake, name)
-        if table is None:
-            return None
-        builder.register(alias, table)
-    return pa.table(builder.execute(sql))
+    """A SQL query over delivery tables registered under the given aliases (`deltars.query`;
+    not pyarrow's filters, which refuse the string_view columns delta-rs's MERGE writes);
+    None if one of them does not exist yet."""
+    tables = {alias: _table(lake, name) for alias, name in names.items()}
+    return None if None in tables.values() else query(sql, tables)
 
 
 def _quoted(values) -> str:

@@ -23,13 +23,21 @@ def table(lake: str, name: str, version: int | None = None) -> DeltaTable | None
     return DeltaTable(path, version=version, storage_options=options)
 
 
+def query(sql: str, tables: dict[str, DeltaTable]) -> pa.Table:
+    """A SQL query over `tables` registered under their aliases, run by delta-rs's own
+    engine (DataFusion). Not pyarrow's dataset scan: its threads, left reading through
+    delta-rs's file system, made about one process in two abort at exit ("terminate called
+    without an active exception"), after its work was done. Strings may come as `string_view`."""
+    builder = QueryBuilder()
+    for alias, table in tables.items():
+        builder.register(alias, table)
+    return pa.table(builder.execute(sql))
+
+
 def read(table: DeltaTable, columns: list[str]) -> pa.Table:
-    """`columns` of every row of `table`, read by delta-rs's own engine (DataFusion). Not
-    by pyarrow's dataset scan of it: its threads, left reading through delta-rs's file
-    system, made about one process in two abort at exit ("terminate called without an
-    active exception"), after its work was done. Strings may come as `string_view`."""
-    sql = f"SELECT {', '.join(chr(34) + c + chr(34) for c in columns)} FROM t"
-    return pa.table(QueryBuilder().register("t", table).execute(sql))
+    """`columns` of every row of `table` (`query`)."""
+    quoted = ", ".join(f'"{c}"' for c in columns)
+    return query(f"SELECT {quoted} FROM t", {"t": table})
 
 
 def arrow_schema(struct: StructType) -> pa.Schema:
