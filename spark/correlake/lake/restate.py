@@ -1,4 +1,8 @@
-"""Restating table rows with the Delta MERGE of `sql/restate.sql`."""
+"""Restating table rows with the Delta MERGE of `sql/restate.sql`.
+
+The MERGE's source holds only the rows that change (`changes`). A small run computes it
+on the driver instead (`changes_on_driver`): the target's rows of its few keys read with
+delta-rs and compared here, so that Spark runs the MERGE alone."""
 
 from __future__ import annotations
 
@@ -6,10 +10,14 @@ import functools
 import itertools
 import operator
 
+import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
 
+from correlake.config import table_path
 from correlake.contract.schemas import SCOPE
+from correlake.lake import deltars
 from correlake.lake.sqlfiles import delta_table, fill
 from correlake.runtime.hints import broadcast_if_small, hint_for
 
@@ -31,19 +39,74 @@ def changes(target: DataFrame, rows: DataFrame, touched: DataFrame, keys: list[s
             .unionByName(gone.withColumn("_op", F.lit("D")), allowMissingColumns=True))
 
 
-def restate(spark: SparkSession, target_path: str, rows: DataFrame, touched: DataFrame, keys: list[str]) -> None:
-    """Make the target's rows for the `touched` keys exactly `rows` (no commit when every
-    row is already right).
+def changes_on_driver(lake: str, name: str, rows: pa.Table, touched: set[tuple[str, str]], keys: list[str]
+                      ) -> pa.Table:
+    """`changes` in this process, for a small run: `rows` and the `touched` (tenant_id,
+    correlation_key)s in hand, the target's rows of those keys read by delta-rs (its files
+    skipped by their `correlation_key` statistics) and compared here. A deleted row's
+    columns other than `keys` are null."""
+    columns = rows.column_names
+    new = _tuples(rows)
+    held = set(_current(deltars.table(lake, name), columns, touched))
+    at = [columns.index(k) for k in keys]
+    kept = {tuple(row[i] for i in at) for row in new}
+    gone = {key for row in held if (key := tuple(row[i] for i in at)) not in kept}
+    found = [(*row, "U") for row in new if row not in held] + [(*_keys_only(key, at, len(columns)), "D")
+                                                                 for key in gone]
+    schema = rows.schema.append(pa.field("_op", pa.string(), False))
+    return pa.table([pa.array(column, field.type) for column, field in
+                     zip(list(zip(*found)) or [()] * len(schema), schema, strict=True)], schema=schema)
+
+
+def _tuples(rows: pa.Table) -> list[tuple]:
+    return list(zip(*(rows[c].to_pylist() for c in rows.column_names), strict=True))
+
+
+def _keys_only(key: tuple, at: list[int], width: int) -> tuple:
+    row = [None] * width
+    for i, value in zip(at, key, strict=True):
+        row[i] = value
+    return tuple(row)
+
+
+def _current(target, columns: list[str], touched: set[tuple[str, str]]) -> list[tuple]:
+    """The target's rows (`columns`) of the `touched` keys (none without a target or keys)."""
+    if target is None or not touched:
+        return []
+    selected = ", ".join(f'"{c}"' for c in columns)
+    listed = ", ".join("'" + key.replace("'", "''") + "'" for key in sorted({key for _, key in touched}))
+    found = deltars.query(f"SELECT {selected} FROM t WHERE correlation_key IN ({listed})", {"t": target})
+    tenant, key = columns.index("tenant_id"), columns.index("correlation_key")
+    return [row for row in _tuples(found) if (row[tenant], row[key]) in touched]
+
+
+def restate(spark: SparkSession, lake: str, name: str, rows: DataFrame,
+            touched: DataFrame | set[tuple[str, str]] | None, keys: list[str]) -> None:
+    """Make the lake's table `name`'s rows for the `touched` keys exactly `rows` (no commit
+    when every row is already right).
 
     `rows` are the new rows of the (tenant_id, correlation_key)s in `touched` (and may
     carry rows of other keys, which update theirs: a run that moves as_of); target rows
     of the touched keys that are not in `rows` are deleted; the others are untouched.
-    `touched` comes with its join hint (`broadcast_if_small`), which the caller decides
-    once for every table it restates.
+    `touched` is a frame with its join hint (`broadcast_if_small`), which the caller
+    decides once for every table it restates; or, for a small run, a set (None: the keys
+    of `rows`), and the MERGE's source is computed on the driver (`changes_on_driver`).
     """
-    columns = rows.columns
-    source = changes(spark.read.format("delta").load(target_path), rows, touched, keys).localCheckpoint()
-    if not (changed := source.count()):
+    path = table_path(lake, name)
+    if isinstance(touched, DataFrame):
+        source = changes(spark.read.format("delta").load(path), rows, touched, keys).localCheckpoint()
+        return _merge(spark, path, source, source.count(), rows.columns, keys)
+    fetched = rows.toArrow()
+    found = changes_on_driver(lake, name, fetched, set(_tuples(fetched.select(SCOPE))) if touched is None else touched,
+                              keys)
+    schema = StructType([*rows.schema.fields, StructField("_op", StringType(), False)])
+    _merge(spark, path, spark.createDataFrame(found, schema), found.num_rows, rows.columns, keys)
+
+
+def _merge(spark: SparkSession, target_path: str, source: DataFrame, changed: int, columns: list[str],
+          keys: list[str]) -> None:
+    """The MERGE of `sql/restate.sql` of `source`'s `changed` rows (`changes`) into the target."""
+    if not changed:
         return
     view = f"correlake_changes_{next(_views)}"
     hint_for(changed)(source).createOrReplaceTempView(view)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from correlake import progress
 from correlake.caches import history_keys
@@ -169,7 +170,9 @@ class StagedRun:
         """Carry out the write plan on a few threads, the longest first (the caller journals it)."""
         plan = self._write_plan()
         restating = any(w.how in (How.MERGE, How.REFRESH) for w in plan.writes)  # a first run, a rebuild: none
-        touched = _hinted(self.frame("touched_keys").select(*SCOPE)) if restating else None
+        touched = self.frame("touched_keys").select(*SCOPE) if restating else None
+        if restating:  # a small run's, as a set: it restates on the driver (`restate_on_driver`)
+            touched = set(zip(*touched.toArrow().to_pydict().values())) if self._small else _hinted(touched)
         run_concurrently([lambda w=w: self._write_table(w, touched) for w in plan.writes])
         meta.record_run(self.lake_dir, self.result.runs_row())
 
@@ -186,16 +189,28 @@ class StagedRun:
         if write.how is How.CREATE:
             tables.create(rows, lake, name, run_id)
         else:  # key groups: the groups that changed; the other tables: the keys the run touched
-            keys = _hinted(self.frame(name).select(*SCOPE)) if name == "key_groups" else touched
-            path = table_path(lake, name)
             if write.how is How.REFRESH:  # the other keys' rows whose status crosses, in the same MERGE (one rewrite)
-                others = lake_as_of.crossed(spark.read.format("delta").load(path), write.as_of_before, self.result.as_of)
-                rows = rows.unionByName(others.join(touched, SCOPE, "left_anti")
-                                        .select(*rows.columns)).localCheckpoint()
-            restate(spark, path, rows, keys, list(write.keys))
+                others = lake_as_of.crossed(spark.read.format("delta").load(table_path(lake, name)),
+                                            write.as_of_before, self.result.as_of)
+                others = others.join(_frame_of(spark, touched) if self._small else touched, SCOPE, "left_anti")
+                rows = rows.unionByName(others.select(*rows.columns)).localCheckpoint()
+            if name != "key_groups":
+                keys = touched
+            else:  # the key groups that changed (a small run: the keys of its rows)
+                keys = None if self._small else _hinted(self.frame(name).select(*SCOPE))
+            restate(spark, lake, name, rows, keys, list(write.keys))
+
+    @property
+    def _small(self) -> bool:
+        """Whether the run took the small-run path: its few rows are restated on the driver."""
+        return self.result.path == "small"
 
     def discard(self) -> None:
         self.store.clear()
+
+
+def _frame_of(spark: SparkSession, keys: set[tuple[str, str]]) -> DataFrame:
+    return F.broadcast(spark.createDataFrame(sorted(keys), "tenant_id string, correlation_key string"))
 
 
 def _hinted(keys):
