@@ -17,8 +17,9 @@ increment (`--increment`, 0 to skip) on each path's lake, against the first run 
 whole history), so that the gold stage of both paths over the same records sizes the
 threshold (run it with a history about SMALL_RUN_MAX_RECORDS).
 `--profile` (with `--via process`) keeps Spark's event log and sorts the last micro-batch's
-Spark jobs by kind, with their count and seconds. Writes `report.json` and `report.md`
-under `--out`.
+Spark jobs by kind, with their count and seconds. `--threshold 5000,20000,…` measures
+only the gold stage of first runs of those sizes on both paths (`measure_threshold`).
+Writes `report.json` and `report.md` under `--out`.
 """
 
 from __future__ import annotations
@@ -87,6 +88,32 @@ def job_profile(event_log: Path, jobs: int) -> dict:
     return dict(sorted(profile.items(), key=lambda kv: -kv[1][1]))
 
 
+def measure_threshold(spark, sizes: list[int], out: Path) -> None:
+    """The gold stage (the engine and what follows it) of a first run of each size (records:
+    half messages, half workflow events) on each path, forced, three times each, alternately,
+    after a warm-up run: where the small path stops paying sizes SMALL_RUN_MAX_RECORDS."""
+    from correlake.samples.workload import generate
+
+    runs: dict = {}
+    for size in [sizes[0], *sizes]:  # the first: the process's warm-up, not reported
+        landing = out / f"threshold-{size}"
+        if not landing.exists():
+            generate(landing, size // 2, size // 2, "uniform")
+        for _ in range(3):
+            for path in ("small", "spark"):
+                shutil.rmtree(out / "threshold-lake", ignore_errors=True)
+                run = run_once(spark, "process", path, landing, out / "threshold-lake")
+                runs.setdefault(size, {}).setdefault(path, []).append(run["gold"])
+    lines = ["# the small path's threshold: a first run's gold stage, seconds (median of 3)", "",
+             "| records | small path | Spark's path | small / Spark |", "|---|---|---|---|"]
+    for size in sizes:
+        small, spark_s = (statistics.median(runs[size][p]) for p in ("small", "spark"))
+        lines.append(f"| {size} | {small:.2f} | {spark_s:.2f} | {small / spark_s:.2f} |")
+    (out / "report.json").write_text(json.dumps({"threshold": runs}, indent=2))
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--messages", type=int, default=100_000)
@@ -97,6 +124,8 @@ def main() -> None:
     parser.add_argument("--via", choices=["process", "kept"], default="kept")
     parser.add_argument("--paths", default="auto,spark", help="comma-separated: auto, spark, small")
     parser.add_argument("--profile", action="store_true", help="Spark jobs by kind (with --via process)")
+    parser.add_argument("--threshold", default="", help="comma-separated record counts: only the threshold's "
+                        "measurement (below)")
     parser.add_argument("--out", default=".local/bench-micro")
     args = parser.parse_args()
     out = Path(args.out).resolve()
@@ -108,6 +137,8 @@ def main() -> None:
     from correlake.runtime.session import get_spark
     from correlake.samples.workload import BASE_MS, HOUR_MS, generate, micro_batch
 
+    if args.threshold:
+        return measure_threshold(get_spark(), [int(n) for n in args.threshold.split(",")], out)
     paths = args.paths.split(",")
     history = out / "landing"
     generate(history, args.messages, args.events, "uniform")

@@ -40,6 +40,21 @@ def read(table: DeltaTable, columns: list[str]) -> pa.Table:
     return query(f"SELECT {quoted} FROM t", {"t": table})
 
 
+def rows_of_keys(table: DeltaTable | None, columns: list[str], keys: set[tuple[str, str]]) -> pa.Table | None:
+    """`columns` of the rows of `table` whose (tenant_id, correlation_key) is one of `keys`
+    (None without a table or keys). The filter on `correlation_key` lets delta-rs skip the
+    files whose statistics hold none of them; the tenants are matched here."""
+    if table is None or not keys:
+        return None
+    selected = ", ".join(f'"{c}"' for c in dict.fromkeys([*columns, "tenant_id", "correlation_key"]))
+    listed = ", ".join("'" + key.replace("'", "''") + "'" for key in sorted({key for _, key in keys}))
+    found = query(f"SELECT {selected} FROM t WHERE correlation_key IN ({listed})", {"t": table})
+    found = found.cast(pa.schema([f.with_type(pa.string()) if f.type == pa.string_view() else f
+                                  for f in found.schema]))  # pyarrow filters no string_view
+    pairs = zip(found["tenant_id"].to_pylist(), found["correlation_key"].to_pylist(), strict=True)
+    return found.filter(pa.array([pair in keys for pair in pairs], pa.bool_())).select(columns)
+
+
 def arrow_schema(struct: StructType) -> pa.Schema:
     """A table schema as Arrow (times: microseconds, UTC), as Spark writes it."""
     from pyspark.sql.pandas.types import to_arrow_schema  # no JVM: the type mapping only

@@ -47,7 +47,8 @@ def changes_on_driver(lake: str, name: str, rows: pa.Table, touched: set[tuple[s
     columns other than `keys` are null."""
     columns = rows.column_names
     new = _tuples(rows)
-    held = set(_current(deltars.table(lake, name), columns, touched))
+    current = deltars.rows_of_keys(deltars.table(lake, name), columns, touched)
+    held = set() if current is None else set(_tuples(current))
     at = [columns.index(k) for k in keys]
     kept = {tuple(row[i] for i in at) for row in new}
     gone = {key for row in held if (key := tuple(row[i] for i in at)) not in kept}
@@ -67,17 +68,6 @@ def _keys_only(key: tuple, at: list[int], width: int) -> tuple:
     for i, value in zip(at, key, strict=True):
         row[i] = value
     return tuple(row)
-
-
-def _current(target, columns: list[str], touched: set[tuple[str, str]]) -> list[tuple]:
-    """The target's rows (`columns`) of the `touched` keys (none without a target or keys)."""
-    if target is None or not touched:
-        return []
-    selected = ", ".join(f'"{c}"' for c in columns)
-    listed = ", ".join("'" + key.replace("'", "''") + "'" for key in sorted({key for _, key in touched}))
-    found = deltars.query(f"SELECT {selected} FROM t WHERE correlation_key IN ({listed})", {"t": target})
-    tenant, key = columns.index("tenant_id"), columns.index("correlation_key")
-    return [row for row in _tuples(found) if (row[tenant], row[key]) in touched]
 
 
 def restate(spark: SparkSession, lake: str, name: str, rows: DataFrame,

@@ -170,9 +170,10 @@ class StagedRun:
         """Carry out the write plan on a few threads, the longest first (the caller journals it)."""
         plan = self._write_plan()
         restating = any(w.how in (How.MERGE, How.REFRESH) for w in plan.writes)  # a first run, a rebuild: none
-        touched = self.frame("touched_keys").select(*SCOPE) if restating else None
-        if restating:  # a small run's, as a set: it restates on the driver (`restate_on_driver`)
-            touched = set(zip(*touched.toArrow().to_pydict().values())) if self._small else _hinted(touched)
+        touched = None
+        if restating:  # a small run's as a set: its MERGEs' sources are computed on the driver (`lake/restate.py`)
+            keys = self.frame("touched_keys").select(*SCOPE)
+            touched = set(zip(*keys.toArrow().to_pydict().values())) if self._small else _hinted(keys)
         run_concurrently([lambda w=w: self._write_table(w, touched) for w in plan.writes])
         meta.record_run(self.lake_dir, self.result.runs_row())
 
@@ -192,8 +193,8 @@ class StagedRun:
             if write.how is How.REFRESH:  # the other keys' rows whose status crosses, in the same MERGE (one rewrite)
                 others = lake_as_of.crossed(spark.read.format("delta").load(table_path(lake, name)),
                                             write.as_of_before, self.result.as_of)
-                others = others.join(_frame_of(spark, touched) if self._small else touched, SCOPE, "left_anti")
-                rows = rows.unionByName(others.select(*rows.columns)).localCheckpoint()
+                rows = rows.unionByName(_outside(others, touched).select(*rows.columns))
+                rows = rows if self._small else rows.localCheckpoint()  # `changes` reads it twice
             if name != "key_groups":
                 keys = touched
             else:  # the key groups that changed (a small run: the keys of its rows)
@@ -209,8 +210,14 @@ class StagedRun:
         self.store.clear()
 
 
-def _frame_of(spark: SparkSession, keys: set[tuple[str, str]]) -> DataFrame:
-    return F.broadcast(spark.createDataFrame(sorted(keys), "tenant_id string, correlation_key string"))
+def _outside(rows: DataFrame, touched: DataFrame | set[tuple[str, str]]) -> DataFrame:
+    """The `rows` of keys not `touched`: a frame with its hint, or a small run's set (a filter
+    on its literals: no join to plan and broadcast)."""
+    if isinstance(touched, DataFrame):
+        return rows.join(touched, SCOPE, "left_anti")
+    key = F.struct(*SCOPE)
+    listed = [F.struct(F.lit(tenant).alias(SCOPE[0]), F.lit(k).alias(SCOPE[1])) for tenant, k in sorted(touched)]
+    return rows.where(~key.isin(*listed)) if listed else rows
 
 
 def _hinted(keys):

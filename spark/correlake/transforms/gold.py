@@ -2,18 +2,14 @@
 
 from __future__ import annotations
 
-from itertools import groupby
-
-import pyarrow as pa
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import to_arrow_schema
 
 from correlake.contract.schemas import ENGINE_OUT, GOLD, as_timestamps
 from correlake.lake.sqlfiles import message_status
 from correlake.semantics import order
 from correlake.semantics.engine import correlate_partition
-from correlake.transforms.sequential import sequential_pass
+from correlake.transforms.sequential import sequential_pass, sequential_pass_on_driver
 from correlake.transforms.silver import millis, pair_key
 
 ENGINE_COLUMNS = ["_part", "kind", *order.SORT_COLUMNS, "tenant_id", "name", "correlation_key", "ttl_ms", "accepted",
@@ -79,23 +75,10 @@ def run_engine(events: DataFrame, deployments: dict[str, list[dict]]) -> DataFra
 
 def run_engine_in_driver(events: DataFrame, deployments: dict[str, list[dict]], max_records: int | None
                          ) -> DataFrame | None:
-    """`run_engine` with the engine in this process, for a run whose engine records are few:
-    at most `max_records` of them (None: any number) are fetched (one Spark job), sorted and
-    correlated here, and the rows come back as a local frame (no Spark task reads them).
-    None if there are more: the caller runs the engine on Spark."""
-    fetched = (events if max_records is None else events.limit(max_records + 1)).toArrow()
-    if max_records is not None and fetched.num_rows > max_records:
-        return None
-    out = engine_rows(fetched.to_pylist(), deployments)
-    return events.sparkSession.createDataFrame(
-        pa.Table.from_pylist(out, schema=to_arrow_schema(ENGINE_OUT)), ENGINE_OUT)
-
-
-def engine_rows(records: list[dict], deployments: dict[str, list[dict]]) -> list[dict]:
-    """ENGINE_OUT rows of engine `records` (any order), each partition sorted as Spark sorts it."""
-    correlate = _per_partition(deployments)
-    records.sort(key=lambda r: (r["_part"], order.record_sort_key(r)))
-    return [out for part, rows in groupby(records, key=lambda r: r["_part"]) for out in correlate(part, list(rows))]
+    """`run_engine` with the engine in this process, for a run whose engine records are few
+    (`sequential_pass_on_driver`: at most `max_records`, else None)."""
+    return sequential_pass_on_driver(events, "_part", order.record_sort_key, ENGINE_OUT, _per_partition(deployments),
+                                     max_records)
 
 
 def gold_tables(engine_out: DataFrame, silver_messages: DataFrame, as_of_millis: int) -> dict[str, DataFrame]:

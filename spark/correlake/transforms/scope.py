@@ -22,7 +22,7 @@ from pyspark.sql import functions as F
 
 from correlake.contract.enums import PROCESS_DEPLOYED, SUBSCRIPTION_OPENED
 from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, SCOPE
-from correlake.runtime.hints import broadcast_if_small
+from correlake.runtime.hints import broadcast_if_small, hint_for
 from correlake.transforms.key_groups import (
     grow_key_groups,
     linking,
@@ -33,7 +33,6 @@ from correlake.transforms.key_groups import (
     updated_key_groups,
     with_label,
 )
-from correlake.transforms.silver import accepted_messages
 
 EVENT_KEYS = ["position", "tenant_id", "type", "process_instance_key", "element_instance_key", "correlation_key"]
 MESSAGE_KEYS = ["position", *SCOPE, "name"]
@@ -66,13 +65,15 @@ class HistoryKeys:
 @dataclass
 class Recompute:
     """A run's work: the key group rows it adds or changes, the touched key groups' keys
-    (tenant_id, correlation_key, label), their silver messages and their routed workflow
-    events; and the key columns of silver with the new records (`history_after`). The
-    key group changes and the scope are checkpointed."""
+    (tenant_id, correlation_key, label), their distinct message records (for rule 7:
+    `silver.accepted_messages`) and their routed workflow events (and how many); and the
+    key columns of silver with the new records (`history_after`). The key group changes
+    and the scope are checkpointed."""
     key_group_changes: DataFrame
     scope: DataFrame
-    messages: DataFrame
+    message_records: DataFrame
     routed: DataFrame
+    routed_count: int
     untouched_keys: DataFrame | None  # the key columns of the messages of key groups not touched (None: none)
     event_keys: DataFrame  # the history's and the new records'
     key_groups: DataFrame  # the key group table after the changes
@@ -135,11 +136,13 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
     # Routing through the touched key groups' opens and messages only gives exactly their events.
     routed = (route_workflow_events(events.where(~_deployed()), in_scope(opens), in_scope(_keys(messages)))
               .select("position", "label").localCheckpoint())
+    routed_count = routed.count()
     return Recompute(
         key_group_changes=changes,
         scope=scope,
-        messages=accepted_messages(scoped),
-        routed=all_events.join(broadcast_if_small(routed)(routed), "position"),
+        message_records=scoped,
+        routed=all_events.join(hint_for(routed_count)(routed), "position"),
+        routed_count=routed_count,
         untouched_keys=untouched, event_keys=events, key_groups=key_groups)
 
 

@@ -3,13 +3,15 @@ and the deployments (rule 18)."""
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from correlake.contract.enums import PROCESS_DEPLOYED
 from correlake.contract.schemas import MESSAGE_FIELDS, L, S, T, struct
 from correlake.semantics.uniqueness import dedup_messages
-from correlake.transforms.sequential import sequential_pass
+from correlake.transforms.sequential import sequential_pass, sequential_pass_on_driver
 
 SILVER_MESSAGE = struct(
     ("message_key", L), ("tenant_id", S), ("name", S), ("correlation_key", S), ("message_id", S),
@@ -17,6 +19,7 @@ SILVER_MESSAGE = struct(
 )
 _DEDUP_IN = [c for c in MESSAGE_FIELDS if c != "variables"]
 _DEDUP_OUT = struct(("position", L), ("duplicate_of", L))
+_DEDUP_ORDER = ["published_at", "position"]  # rule 7's order within a key (millis, then position)
 
 
 def distinct_records(bronze: DataFrame) -> DataFrame:
@@ -34,10 +37,11 @@ def pair_key(first: str, second: str):
     return F.concat(F.length(first).cast("string"), F.lit(":"), F.col(first), F.col(second))
 
 
-def accepted_messages(messages: DataFrame) -> DataFrame:
+def accepted_messages(messages: DataFrame, on_driver: bool = False) -> DataFrame:
     """Silver messages: every distinct message with `duplicate_of` (null when accepted).
 
-    `messages`: distinct bronze messages, covering whole (tenant_id, correlation_key)s.
+    `messages`: distinct bronze messages, covering whole (tenant_id, correlation_key)s;
+    `on_driver`: rule 7's pass in this process (a small run), else in Spark's workers.
     """
     shaped = messages.select(*[millis(c).alias(c) if c == "published_at" else F.col(c) for c in _DEDUP_IN])
     shaped = shaped.withColumn("_key", pair_key("tenant_id", "correlation_key"))
@@ -46,8 +50,9 @@ def accepted_messages(messages: DataFrame) -> DataFrame:
         for position, duplicate_of in dedup_messages(rows):
             yield {"position": position, "duplicate_of": duplicate_of}
 
-    verdicts = sequential_pass(shaped.where(F.col("message_id").isNotNull()), "_key",
-                               ["published_at", "position"], _DEDUP_OUT, per_key)
+    with_ids = shaped.where(F.col("message_id").isNotNull())
+    verdicts = (sequential_pass_on_driver(with_ids, "_key", itemgetter(*_DEDUP_ORDER), _DEDUP_OUT, per_key)
+                if on_driver else sequential_pass(with_ids, "_key", _DEDUP_ORDER, _DEDUP_OUT, per_key))
     return (messages.join(verdicts, "position", "left")
             .select(F.col("position").alias("message_key"), "tenant_id", "name", "correlation_key",
                     "message_id", "published_at", "ttl_ms",
