@@ -40,17 +40,27 @@ def read(table: DeltaTable, columns: list[str]) -> pa.Table:
     return query(f"SELECT {quoted} FROM t", {"t": table})
 
 
+def rows_in(table: DeltaTable | None, columns: list[str], column: str, values: set, schema: pa.Schema | None = None
+            ) -> pa.Table | None:
+    """`columns` of the rows of `table` whose `column` is one of `values` (strings or
+    integers), as `schema` if given (None without a table or values). The filter lets
+    delta-rs skip the files whose statistics hold none of them."""
+    if table is None or not values:
+        return None
+    listed = ", ".join(str(v) if isinstance(v, int) else "'" + v.replace("'", "''") + "'" for v in sorted(values))
+    selected = ", ".join(f'"{c}"' for c in columns)
+    found = query(f'SELECT {selected} FROM t WHERE "{column}" IN ({listed})', {"t": table})
+    return found.cast(schema or pa.schema([f.with_type(pa.string()) if f.type == pa.string_view() else f
+                                           for f in found.schema]))  # pyarrow filters no string_view
+
+
 def rows_of_keys(table: DeltaTable | None, columns: list[str], keys: set[tuple[str, str]]) -> pa.Table | None:
     """`columns` of the rows of `table` whose (tenant_id, correlation_key) is one of `keys`
-    (None without a table or keys). The filter on `correlation_key` lets delta-rs skip the
-    files whose statistics hold none of them; the tenants are matched here."""
-    if table is None or not keys:
+    (`rows_in` their correlation keys; the tenants are matched here)."""
+    found = rows_in(table, list(dict.fromkeys([*columns, "tenant_id", "correlation_key"])), "correlation_key",
+                    {key for _, key in keys})
+    if found is None:
         return None
-    selected = ", ".join(f'"{c}"' for c in dict.fromkeys([*columns, "tenant_id", "correlation_key"]))
-    listed = ", ".join("'" + key.replace("'", "''") + "'" for key in sorted({key for _, key in keys}))
-    found = query(f"SELECT {selected} FROM t WHERE correlation_key IN ({listed})", {"t": table})
-    found = found.cast(pa.schema([f.with_type(pa.string()) if f.type == pa.string_view() else f
-                                  for f in found.schema]))  # pyarrow filters no string_view
     pairs = zip(found["tenant_id"].to_pylist(), found["correlation_key"].to_pylist(), strict=True)
     return found.filter(pa.array([pair in keys for pair in pairs], pa.bool_())).select(columns)
 

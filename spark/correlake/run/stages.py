@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import time
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from correlake.caches import history_keys
-from correlake.config import GOLD_TABLES, SMALL_RUN_MAX_RECORDS, STAGE_NAMES, STREAMS
-from correlake.contract.schemas import MESSAGE_FIELDS, SCOPE
-from correlake.lake import deltars
+from correlake.config import GOLD_TABLES, STAGE_NAMES, STREAMS
+from correlake.contract.schemas import SCOPE
 from correlake.quality import rules
 from correlake.quality.gates import GateFailed
+from correlake.run import small_run
 from correlake.run.outbox import new_events
 from correlake.run.staged import Stage, StagedRun
 from correlake.transforms import bronze, gold, silver
@@ -67,39 +66,14 @@ def _silver(run: StagedRun) -> None:
                                redeployed=run.result.deployments > 0)
     run.store.put("key_groups", work.key_group_changes, narrow=True)  # checkpointed by `recompute`, as the scope
     run.store.put("touched_keys", work.scope, narrow=True)
-    records = _small_run_records(run, work, new["messages"], old_messages is not None)
+    history = old_messages is not None  # silver's tables are read (not a first run, not a rebuild)
+    records = small_run.message_records(run, work, new["messages"], history)
     run.result.path = "spark" if records is None else "small"
     messages = silver.accepted_messages(work.message_records if records is None else records, records is not None)
     run.history_after = work.history_after(run.store.put("silver_messages", messages))
-    run.store.put("routed", work.routed)
+    run.store.put("routed", work.routed if records is None else small_run.routed_events(run, work, new_events, history))
     run.store.put("silver_workflow_events", new_events, narrow=not rebuild)
     run.result.touched_groups = work.scope.select("tenant_id", "label").distinct().count()
-
-
-def _small_run_records(run: StagedRun, work: key_scope.Recompute, new_messages: DataFrame, history: bool
-                       ) -> DataFrame | None:
-    """The path's choice (config.RUN_PATHS): on the small-run path, the message records of
-    the touched key groups as a local frame — the run's new ones (every one is of a touched
-    key) and silver's of the touched keys, read with delta-rs in the run's snapshot (files
-    skipped by their statistics); None on Spark's path: forced, or the touched key groups
-    hold more than SMALL_RUN_MAX_RECORDS engine records (their messages and routed events)."""
-    if run.plan.path == "spark":
-        return None
-    room = None if run.plan.path == "small" else SMALL_RUN_MAX_RECORDS - work.routed_count
-    if room is not None and room < 0:
-        return None
-    keys = work.scope.select(*SCOPE)  # each key has a record of its own: more keys than room, more records
-    keys = (keys if room is None else keys.limit(room + 1)).toArrow()
-    new = new_messages.select(*MESSAGE_FIELDS).toArrow()
-    if room is not None and max(keys.num_rows, new.num_rows) > room:
-        return None
-    table = deltars.table(run.lake_dir, "silver_messages", run.plan.versions["silver_messages"]) if history else None
-    old = deltars.rows_of_keys(table, ["message_key", *MESSAGE_FIELDS[1:]], set(zip(*keys.to_pydict().values())))
-    if old is not None:
-        new = pa.concat_tables([new, old.rename_columns(MESSAGE_FIELDS).cast(new.schema)])
-    if room is not None and new.num_rows > room:
-        return None
-    return run.spark.createDataFrame(new, new_messages.select(*MESSAGE_FIELDS).schema)
 
 
 def _history_keys(run: StagedRun, old_messages, old_events, old_key_groups) -> key_scope.HistoryKeys | None:
