@@ -34,7 +34,13 @@ def _writer(df: DataFrame, run_id: str):
     return df.write.format("delta").option("userMetadata", run_id)
 
 
-def append(df: DataFrame, lake: str, name: str, run_id: str) -> None:
+def append(df: DataFrame, lake: str, name: str, run_id: str, few: bool = False) -> None:
+    """Add `df`'s rows to the table; `few` (a small run's): fetched, and committed by
+    delta-rs, with no Spark job to plan the write and list the table."""
+    if few:
+        from correlake.lake import deltars
+
+        return deltars.write(lake, name, df.toArrow(), "append", run_id)
     _writer(df, run_id).mode("append").save(table_path(lake, name))
 
 

@@ -183,7 +183,7 @@ class StagedRun:
             return (lake_as_of.record(lake, self.result.as_of, run_id) if name == "as_of"
                     else meta.record_ingested(lake, self.ingested_files(), run_id))
         if write.how is How.APPEND:
-            return tables.append(self.frame(name), lake, name, run_id)
+            return tables.append(self.frame(name), lake, name, run_id, few=self._small)
         if write.how is How.OVERWRITE:
             return tables.overwrite(self.frame(name), lake, name, run_id)
         rows = self.frame(name).select(*SCHEMAS[name].fieldNames())  # the table's columns
@@ -203,7 +203,7 @@ class StagedRun:
 
     @property
     def _small(self) -> bool:
-        """Whether the run took the small-run path: its few rows are restated on the driver."""
+        """Whether the run took the small-run path: its few rows are appended and restated from the driver."""
         return self.result.path == "small"
 
     def discard(self) -> None:
