@@ -96,7 +96,7 @@ def _gold(run: StagedRun) -> None:
     engine_in = gold.engine_input(labelled, run.frame("routed"))
     deployments = gold.deployments_by_tenant(run.frame("silver_deployments"))
     if run.result.path == "small":  # as silver chose
-        engine_out = gold.run_engine_in_driver(engine_in, deployments, None)
+        engine_out = gold.run_engine_in_driver(engine_in, deployments)
     else:
         engine_out = gold.run_engine(engine_in, deployments).localCheckpoint()
     tables = gold.gold_tables(engine_out, run.frame("silver_messages"), run.result.as_of)

@@ -73,12 +73,9 @@ def run_engine(events: DataFrame, deployments: dict[str, list[dict]]) -> DataFra
     return sequential_pass(events, "_part", list(order.SORT_COLUMNS), ENGINE_OUT, _per_partition(deployments))
 
 
-def run_engine_in_driver(events: DataFrame, deployments: dict[str, list[dict]], max_records: int | None
-                         ) -> DataFrame | None:
-    """`run_engine` with the engine in this process, for a run whose engine records are few
-    (`sequential_pass_on_driver`: at most `max_records`, else None)."""
-    return sequential_pass_on_driver(events, "_part", order.record_sort_key, ENGINE_OUT, _per_partition(deployments),
-                                     max_records)
+def run_engine_in_driver(events: DataFrame, deployments: dict[str, list[dict]]) -> DataFrame:
+    """`run_engine` with the engine in this process, for a small run's few engine records."""
+    return sequential_pass_on_driver(events, "_part", order.record_sort_key, ENGINE_OUT, _per_partition(deployments))
 
 
 def gold_tables(engine_out: DataFrame, silver_messages: DataFrame, as_of_millis: int) -> dict[str, DataFrame]:

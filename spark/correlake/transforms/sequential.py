@@ -64,16 +64,12 @@ def sequential_pass(df: DataFrame, key: str, order: list[str], out_schema: Struc
 
 
 def sequential_pass_on_driver(df: DataFrame, key: str, sort_key: Callable[[dict], tuple], out_schema: StructType,
-                              per_key: Callable[[object, list[dict]], Iterable[dict]],
-                              max_rows: int | None = None) -> DataFrame | None:
-    """`sequential_pass` in this process: the rows fetched (one Spark job), sorted by `key`
-    and `sort_key` (as Spark sorts them by `order`), `per_key` applied to each key's rows,
-    and its dicts returned as a local frame (no Spark task reads them). At most `max_rows`
-    are fetched (None: any number); None if there are more: the caller takes Spark's path."""
-    fetched = (df if max_rows is None else df.limit(max_rows + 1)).toArrow()
-    if max_rows is not None and fetched.num_rows > max_rows:
-        return None
-    rows = fetched.to_pylist()
+                              per_key: Callable[[object, list[dict]], Iterable[dict]]) -> DataFrame:
+    """`sequential_pass` in this process, for a small run's few rows: fetched (one Spark
+    job), sorted by `key` and `sort_key` (as Spark sorts them by `order`), `per_key`
+    applied to each key's rows, and its dicts returned as a local frame (no Spark task
+    reads them)."""
+    rows = df.toArrow().to_pylist()
     rows.sort(key=lambda row: (row[key], sort_key(row)))
     out = [o for k, group in groupby(rows, key=itemgetter(key)) for o in per_key(k, list(group))]
     return df.sparkSession.createDataFrame(pa.Table.from_pylist(out, schema=to_arrow_schema(out_schema)), out_schema)
