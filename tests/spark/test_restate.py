@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from correlake.config import table_path
 from correlake.contract.schemas import GOLD, GOLD_KEYS
+from correlake.lake import deltars
 from correlake.lake import restate as restating
 
 SCHEMA, KEYS = GOLD["subscriptions"], GOLD_KEYS["subscriptions"]
@@ -44,7 +45,7 @@ def lake_with_rows(spark, lake) -> str:
 
 
 def table(spark, lake: str) -> set[tuple]:
-    return set(restating._tuples(spark.read.format("delta").load(table_path(lake, "subscriptions")).toArrow()))
+    return set(deltars.tuples(spark.read.format("delta").load(table_path(lake, "subscriptions")).toArrow()))
 
 
 def test_the_driver_and_spark_find_the_same_changes_and_restate_the_same_rows(spark, tmp_path):
@@ -55,8 +56,8 @@ def test_the_driver_and_spark_find_the_same_changes_and_restate_the_same_rows(sp
     by_spark = restating.changes(spark.read.format("delta").load(table_path(lakes["spark"], "subscriptions")),
                                  rows, touched, KEYS)
     by_driver = restating.changes_on_driver(lakes["driver"], "subscriptions", rows.toArrow(), TOUCHED, KEYS)
-    assert set(restating._tuples(by_spark.toArrow())) == set(restating._tuples(by_driver))
-    assert sorted(op for *_, op in restating._tuples(by_driver)) == ["D", "U", "U", "U"]  # k1's row left out
+    assert set(deltars.tuples(by_spark.toArrow())) == set(deltars.tuples(by_driver))
+    assert sorted(op for *_, op in deltars.tuples(by_driver)) == ["D", "U", "U", "U"]  # k1's row left out
 
     restating.restate(spark, lakes["spark"], "subscriptions", rows, touched, KEYS)
     restating.restate(spark, lakes["driver"], "subscriptions", rows, TOUCHED, KEYS)

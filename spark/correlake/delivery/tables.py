@@ -11,7 +11,7 @@ import pyarrow.dataset as ds
 from correlake.config import DELIVERY_COMPACT_FILES
 from correlake.contract import schemas
 from correlake.lake.deltars import arrow_schema as _arrow_schema
-from correlake.lake.deltars import query, write
+from correlake.lake.deltars import listed, query, write
 from correlake.lake.deltars import table as _table
 
 # The outbox's columns a pass needs for every event (never `payload`: read for the sent ones only)
@@ -85,15 +85,11 @@ def _query(lake: str, names: dict[str, str], sql: str) -> pa.Table | None:
     return None if None in tables.values() else query(sql, tables)
 
 
-def _quoted(values) -> str:
-    return ", ".join("'" + value.replace("'", "''") + "'" for value in values)
-
-
 def read_state(lake: str, columns: list[str] | None = None, statuses: tuple[str, ...] | None = None) -> pa.Table:
     """`delivery/state`'s `columns` (default: all), of the events in `statuses` (default: all)."""
     schema = arrow_schema("delivery_state")
     columns = columns or schema.names
-    where = f" WHERE status IN ({_quoted(statuses)})" if statuses else ""
+    where = f" WHERE status IN ({listed(statuses)})" if statuses else ""
     found = _query(lake, {"s": "delivery_state"}, f"SELECT {', '.join(columns)} FROM s{where}")
     target = pa.schema([schema.field(c) for c in columns])
     return target.empty_table() if found is None else found.cast(target)
@@ -102,7 +98,7 @@ def read_state(lake: str, columns: list[str] | None = None, statuses: tuple[str,
 def read_attempts(lake: str, statuses: tuple[str, ...]) -> pa.Table:
     """The attempts (event_id, at, outcome) of the events in `statuses` that have any."""
     sql = ("SELECT a.event_id, a.at, a.outcome FROM a JOIN s ON a.event_id = s.event_id "
-           f"WHERE s.status IN ({_quoted(statuses)}) AND s.attempts > 0")
+           f"WHERE s.status IN ({listed(statuses)}) AND s.attempts > 0")
     found = _query(lake, {"a": "delivery_attempts", "s": "delivery_state"}, sql)
     target = arrow_schema("delivery_attempts")
     target = pa.schema([target.field(c) for c in ("event_id", "at", "outcome")])
@@ -139,7 +135,7 @@ def append_attempts(lake: str, rows: list[dict]) -> None:
 def prune_attempts(lake: str, final: tuple[str, ...], before, dry_run: bool) -> int:
     """Remove (dry run: count) the rows of `delivery/attempts` of the events whose status is
     one of `final` since before `before` (the state's `updated_at`): one rewrite of the table."""
-    keep = (f"NOT EXISTS (SELECT 1 FROM s WHERE s.event_id = a.event_id AND s.status IN ({_quoted(final)}) "
+    keep = (f"NOT EXISTS (SELECT 1 FROM s WHERE s.event_id = a.event_id AND s.status IN ({listed(final)}) "
             f"AND s.updated_at < TIMESTAMP '{before.isoformat()}')")
     kept = _query(lake, {"a": "delivery_attempts", "s": "delivery_state"}, f"SELECT a.* FROM a WHERE {keep}")
     if kept is None:

@@ -40,6 +40,16 @@ def read(table: DeltaTable, columns: list[str]) -> pa.Table:
     return query(f"SELECT {quoted} FROM t", {"t": table})
 
 
+def listed(values) -> str:
+    """`values` (strings or integers) as the list of a DataFusion `IN (…)`: strings quoted."""
+    return ", ".join(str(v) if isinstance(v, int) else "'" + v.replace("'", "''") + "'" for v in values)
+
+
+def tuples(rows: pa.Table) -> list[tuple]:
+    """The rows of an Arrow table as tuples of Python values, in its column order."""
+    return list(zip(*(column.to_pylist() for column in rows.columns), strict=True))
+
+
 def rows_in(table: DeltaTable | None, columns: list[str], column: str, values: set, schema: pa.Schema | None = None
             ) -> pa.Table | None:
     """`columns` of the rows of `table` whose `column` is one of `values` (strings or
@@ -47,9 +57,8 @@ def rows_in(table: DeltaTable | None, columns: list[str], column: str, values: s
     delta-rs skip the files whose statistics hold none of them."""
     if table is None or not values:
         return None
-    listed = ", ".join(str(v) if isinstance(v, int) else "'" + v.replace("'", "''") + "'" for v in sorted(values))
     selected = ", ".join(f'"{c}"' for c in columns)
-    found = query(f'SELECT {selected} FROM t WHERE "{column}" IN ({listed})', {"t": table})
+    found = query(f'SELECT {selected} FROM t WHERE "{column}" IN ({listed(sorted(values))})', {"t": table})
     return found.cast(schema or pa.schema([f.with_type(pa.string()) if f.type == pa.string_view() else f
                                            for f in found.schema]))  # pyarrow filters no string_view
 
@@ -61,7 +70,7 @@ def rows_of_keys(table: DeltaTable | None, columns: list[str], keys: set[tuple[s
                     {key for _, key in keys})
     if found is None:
         return None
-    pairs = zip(found["tenant_id"].to_pylist(), found["correlation_key"].to_pylist(), strict=True)
+    pairs = tuples(found.select(["tenant_id", "correlation_key"]))
     return found.filter(pa.array([pair in keys for pair in pairs], pa.bool_())).select(columns)
 
 

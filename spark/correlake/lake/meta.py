@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from correlake.contract.schemas import INGESTED_FILES, RUNS
-from correlake.lake.deltars import from_rows, read, write
+from correlake.lake.deltars import from_rows, read, tuples, write
 from correlake.lake.deltars import table as _table
 
 
@@ -36,7 +36,7 @@ def latest(lake: str, name: str, column: str, version: int | None = None) -> int
 def ingested(lake: str) -> set[tuple]:
     """The (path, size, modified_at) of every landing file ingested so far."""
     table = _table(lake, "ingested_files")
-    return set() if table is None else set(zip(*_columns(table, "path", "size", "modified_at").to_pydict().values()))
+    return set() if table is None else set(tuples(_columns(table, "path", "size", "modified_at")))
 
 
 def records_read(lake: str) -> int:

@@ -46,9 +46,9 @@ def changes_on_driver(lake: str, name: str, rows: pa.Table, touched: set[tuple[s
     skipped by their `correlation_key` statistics) and compared here. A deleted row's
     columns other than `keys` are null."""
     columns = rows.column_names
-    new = _tuples(rows)
+    new = deltars.tuples(rows)
     current = deltars.rows_of_keys(deltars.table(lake, name), columns, touched)
-    held = set() if current is None else set(_tuples(current))
+    held = set() if current is None else set(deltars.tuples(current))
     at = [columns.index(k) for k in keys]
     kept = {tuple(row[i] for i in at) for row in new}
     gone = {key for row in held if (key := tuple(row[i] for i in at)) not in kept}
@@ -57,10 +57,6 @@ def changes_on_driver(lake: str, name: str, rows: pa.Table, touched: set[tuple[s
     schema = rows.schema.append(pa.field("_op", pa.string(), False))
     return pa.table([pa.array(column, field.type) for column, field in
                      zip(list(zip(*found)) or [()] * len(schema), schema, strict=True)], schema=schema)
-
-
-def _tuples(rows: pa.Table) -> list[tuple]:
-    return list(zip(*(rows[c].to_pylist() for c in rows.column_names), strict=True))
 
 
 def _keys_only(key: tuple, at: list[int], width: int) -> tuple:
@@ -87,8 +83,9 @@ def restate(spark: SparkSession, lake: str, name: str, rows: DataFrame,
         source = changes(spark.read.format("delta").load(path), rows, touched, keys).localCheckpoint()
         return _merge(spark, path, source, source.count(), rows.columns, keys)
     fetched = rows.toArrow()
-    found = changes_on_driver(lake, name, fetched, set(_tuples(fetched.select(SCOPE))) if touched is None else touched,
-                              keys)
+    if touched is None:
+        touched = set(deltars.tuples(fetched.select(SCOPE)))
+    found = changes_on_driver(lake, name, fetched, touched, keys)
     schema = StructType([*rows.schema.fields, StructField("_op", StringType(), False)])
     _merge(spark, path, spark.createDataFrame(found, schema), found.num_rows, rows.columns, keys)
 

@@ -39,7 +39,7 @@ def message_records(run: StagedRun, work: Recompute, new_messages: DataFrame, hi
     if room is not None and max(keys.num_rows, new.num_rows) > room:
         return None
     table = deltars.table(run.lake_dir, "silver_messages", run.plan.versions["silver_messages"]) if history else None
-    old = deltars.rows_of_keys(table, ["message_key", *MESSAGE_FIELDS[1:]], set(zip(*keys.to_pydict().values())))
+    old = deltars.rows_of_keys(table, ["message_key", *MESSAGE_FIELDS[1:]], set(deltars.tuples(keys)))
     if old is not None:
         new = pa.concat_tables([new, old.rename_columns(MESSAGE_FIELDS).cast(new.schema)])
     if room is not None and new.num_rows > room:
@@ -60,7 +60,7 @@ def routed_events(run: StagedRun, work: Recompute, new_events: DataFrame, histor
         if (old := deltars.rows_in(table, events.schema.names, "position", positions, events.schema)) is not None:
             events = pa.concat_tables([events, old])
     at = {p: i for i, p in enumerate(events["position"].to_pylist())}
-    pairs = [(at[p], label) for p, label in zip(*routed.to_pydict().values(), strict=True) if p in at]
+    pairs = [(at[p], label) for p, label in deltars.tuples(routed) if p in at]
     rows = events.take(pa.array([i for i, _ in pairs], pa.int64()))
     rows = rows.append_column("label", pa.array([label for _, label in pairs], pa.string()))
     return run.spark.createDataFrame(rows, StructType([*new_events.schema.fields, StructField("label", StringType())]))

@@ -24,7 +24,7 @@ from correlake.config import TABLES, default_max_quarantine_ratio, run_path, tab
 from correlake.contract.schemas import SCOPE
 from correlake.errors import CorrelakeError
 from correlake.lake import as_of as lake_as_of
-from correlake.lake import journal, meta, tables
+from correlake.lake import deltars, journal, meta, tables
 from correlake.lake.journal import journalled, rollback
 from correlake.lake.landing import new_files
 from correlake.lake.restate import restate
@@ -173,7 +173,7 @@ class StagedRun:
         touched = None
         if restating:  # a small run's as a set: its MERGEs' sources are computed on the driver (`lake/restate.py`)
             keys = self.frame("touched_keys").select(*SCOPE)
-            touched = set(zip(*keys.toArrow().to_pydict().values())) if self._small else _hinted(keys)
+            touched = set(deltars.tuples(keys.toArrow())) if self._small else _hinted(keys)
         run_concurrently([lambda w=w: self._write_table(w, touched) for w in plan.writes])
         meta.record_run(self.lake_dir, self.result.runs_row())
 

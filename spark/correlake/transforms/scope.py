@@ -67,9 +67,8 @@ class Recompute:
     """A run's work: the key group rows it adds or changes, the touched key groups' keys
     (tenant_id, correlation_key, label), their distinct message records (for rule 7:
     `silver.accepted_messages`) and their routed workflow events (with their labels, and
-    how many); and the
-    key columns of silver with the new records (`history_after`). The key group changes
-    and the scope are checkpointed."""
+    how many); and the key columns of silver with the new records (`history_after`). The
+    key group changes and the scope are checkpointed."""
     key_group_changes: DataFrame
     scope: DataFrame
     message_records: DataFrame
