@@ -15,6 +15,7 @@ which the test prints: set it to replay a failure.
 from __future__ import annotations
 
 import random
+from contextlib import contextmanager
 
 import pytest
 from support.explanations_model import problems as explanation_problems
@@ -31,10 +32,11 @@ from support.helpers import (
 from support.reference_model import reference
 
 from correlake.config import table_path
+from correlake.contract.schemas import KEY_GROUPS
 from correlake.interfaces import cli
 from correlake.lake import catalog
 from correlake.lake import tables as lake_tables
-from correlake.run import pipeline
+from correlake.run import pipeline, small_scope, stages
 
 CASES = 60
 START_EVENT_CASES = 40  # more of the per-key lock of message start events (rules 19-21)
@@ -75,7 +77,9 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
     chunks = shuffled_chunks(messages, events, random.Random(SEED), 4)
     root = tmp_path_factory.mktemp("split")
     lake = str(root / "lake")
-    split = run_pipeline(spark, lake, root, [[c] for c in chunks[:-1]] + [[chunks[-1], chunks[0]]], "small")
+    with plans_compared() as compared:
+        split = run_pipeline(spark, lake, root, [[c] for c in chunks[:-1]] + [[chunks[-1], chunks[0]]], "small")
+    assert len(compared) == len(chunks) > 1
     assert_gold_equals(split, want)
     assert_same_gold(split, one)
 
@@ -91,6 +95,30 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
     assert cli.main(["rebuild", "--lake", lake]) == 0  # silver and gold again, from bronze
     assert_same_gold(read_gold(spark, lake), one)
     assert lake_tables.version(table_path(lake, "outbox")) == before
+
+
+@contextmanager
+def plans_compared():
+    """Each small run's plan (`small_scope.plan`, on the driver) checked against Spark's plan
+    of the same run (`stages.spark_plan`): the same key group changes, touched keys and
+    routed events, not only the same gold. Gives the list of runs compared."""
+    compared = []
+    planned = small_scope.plan
+
+    def checked(run, new_messages, new_events, history, redeployed):
+        small = planned(run, new_messages, new_events, history, redeployed)
+        old = run.history if history else lambda name: None
+        work = stages.spark_plan(run, new_messages, new_events, old, run.frame("silver_deployments"), redeployed)
+        assert set(small.key_group_changes) == {tuple(r) for r in work.key_group_changes.select(*KEY_GROUPS.names).collect()}
+        assert set(small.scope) == {tuple(r) for r in work.scope.select(*KEY_GROUPS.names).collect()}
+        assert sorted(zip(small.routed_events["position"].to_pylist(), small.routed_events["label"].to_pylist())) == \
+            sorted(tuple(r) for r in work.routed.select("position", "label").collect())
+        compared.append(run.run_id)
+        return small
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(small_scope, "plan", checked)
+        yield compared
 
 
 def assert_same_gold(got: dict, want: dict) -> None:

@@ -43,11 +43,12 @@ def kept(lake: str, versions: dict[str, int]) -> HistoryKeys | None:
     return _kept.keys if record is not None and record.get("run_id") == _kept.run_id else None
 
 
-def keep(lake: str, run_id: str, keys: HistoryKeys) -> None:
-    """Keep `keys` (frames of checkpoints), as run `run_id` has just published them."""
+def keep(lake: str, run_id: str, keys: HistoryKeys | None) -> None:
+    """Keep `keys` (frames of checkpoints), as run `run_id` has just published them (None: a
+    small run, which does not use them, gave none: nothing is kept)."""
     global _kept
     record = journal.published(lake)
-    if record is None or record.get("run_id") != run_id:
+    if keys is None or record is None or record.get("run_id") != run_id:
         _kept = None
         return
     _kept = _Kept(lake, run_id, _silver_versions(record), keys)

@@ -6,16 +6,18 @@ gate, which validates frames of it. Nothing is written to the lake here (`publis
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
 
 from correlake.caches import history_keys
 from correlake.config import GOLD_TABLES, STAGE_NAMES, STREAMS
-from correlake.contract.schemas import SCOPE
+from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, SCOPE
 from correlake.quality import rules
 from correlake.quality.gates import GateFailed
-from correlake.run import small_run
+from correlake.run import small_scope
 from correlake.run.outbox import new_events
 from correlake.run.staged import Stage, StagedRun
 from correlake.transforms import bronze, gold, silver
@@ -49,7 +51,8 @@ def _bronze_gate(run: StagedRun) -> dict[str, DataFrame]:
 
 
 def _silver(run: StagedRun) -> None:
-    """Distinct records, deployments, and the key groups the new records touch, with their records."""
+    """Distinct records, deployments, and the key groups the new records touch, with their
+    records: planned on the driver for a small run (`small_scope`), else on Spark."""
     rebuild = run.result.rebuild
     old = (lambda name: None) if rebuild else run.history  # noqa: E731
     new = {s: silver.distinct_records(run.frame(f"bronze_{s}")) for s in STREAMS}
@@ -58,22 +61,44 @@ def _silver(run: StagedRun) -> None:
     new_events = silver.workflow_events(new["workflow_events"])
     deployments = run.store.put("silver_deployments", silver.deployments(
         silver.deployed(new_events), old("silver_deployments")))
+    history = not rebuild and run.plan.versions["silver_messages"] >= 0  # silver's tables are read
+    redeployed = run.result.deployments > 0
+    small = small_scope.plan(run, new["messages"], new_events, history, redeployed)
+    if small is not None:
+        _silver_on_driver(run, small, new["messages"], new_events)
+    else:
+        work = spark_plan(run, new["messages"], new_events, old, deployments, redeployed)
+        run.store.put("key_groups", work.key_group_changes, narrow=True)  # checkpointed by `recompute`, as the scope
+        run.store.put("touched_keys", work.scope, narrow=True)
+        run.result.path = "spark"
+        run.history_after = work.history_after(run.store.put("silver_messages",
+                                                             silver.accepted_messages(work.message_records)))
+        run.store.put("routed", work.routed)
+        run.result.touched_groups = work.scope.select("tenant_id", "label").distinct().count()
+    run.store.put("silver_workflow_events", new_events, narrow=not rebuild)
+
+
+def spark_plan(run: StagedRun, new_messages: DataFrame, new_events: DataFrame, old: Callable, deployments: DataFrame,
+               redeployed: bool) -> key_scope.Recompute:
+    """Spark's plan of the run's silver (`old`: silver's tables in the run's snapshot, None for a rebuild)."""
     old_messages = old("silver_messages")
     old_messages = None if old_messages is None else key_scope.message_records(old_messages)
     old_events = old("silver_workflow_events")
-    work = key_scope.recompute(new["messages"], new_events, old_messages, old_events,
-                               _history_keys(run, old_messages, old_events, old("key_groups")), deployments,
-                               redeployed=run.result.deployments > 0)
-    run.store.put("key_groups", work.key_group_changes, narrow=True)  # checkpointed by `recompute`, as the scope
-    run.store.put("touched_keys", work.scope, narrow=True)
-    history = old_messages is not None  # silver's tables are read (not a first run, not a rebuild)
-    records = small_run.message_records(run, work, new["messages"], history)
-    run.result.path = "spark" if records is None else "small"
-    messages = silver.accepted_messages(work.message_records if records is None else records, records is not None)
-    run.history_after = work.history_after(run.store.put("silver_messages", messages))
-    run.store.put("routed", work.routed if records is None else small_run.routed_events(run, work, new_events, history))
-    run.store.put("silver_workflow_events", new_events, narrow=not rebuild)
-    run.result.touched_groups = work.scope.select("tenant_id", "label").distinct().count()
+    return key_scope.recompute(new_messages, new_events, old_messages, old_events,
+                               _history_keys(run, old_messages, old_events, old("key_groups")), deployments, redeployed)
+
+
+def _silver_on_driver(run: StagedRun, small: small_scope.SmallPlan, new_messages: DataFrame,
+                      new_events: DataFrame) -> None:
+    """A small run's silver frames from its plan: rule 7 in this process, no Spark join."""
+    spark, run.result.path = run.spark, "small"
+    run.store.put("key_groups", spark.createDataFrame(small.key_group_changes, KEY_GROUPS), narrow=True)
+    run.store.put("touched_keys", spark.createDataFrame(small.scope, KEY_GROUPS), narrow=True)
+    records = spark.createDataFrame(small.message_records, new_messages.select(*MESSAGE_FIELDS).schema)
+    run.store.put("silver_messages", silver.accepted_messages(records, on_driver=True))
+    routed = StructType([*new_events.schema.fields, StructField("label", StringType())])
+    run.store.put("routed", spark.createDataFrame(small.routed_events, routed))
+    run.result.touched_groups = small.touched_groups
 
 
 def _history_keys(run: StagedRun, old_messages, old_events, old_key_groups) -> key_scope.HistoryKeys | None:

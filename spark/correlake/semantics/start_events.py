@@ -11,6 +11,7 @@ built and parsed here only: in Python, and as Spark SQL expressions for the Spar
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -34,6 +35,20 @@ def is_start_instance_key(instance_key: str) -> bool:
 def start_instance_key_sql(process: str, message_key: str) -> str:
     """`start_instance_key` as a Spark SQL expression over the two columns named."""
     return f"format_string('{START_PREFIX}%s:%d', {process}, {message_key})"
+
+
+# Java's `$` (Spark's regexp_extract): the end, or before a line terminator that ends the text
+_STARTED = re.compile(r":(-?[0-9]+)(?:\r\n|[\n\r\u0085\u2028\u2029])?\Z")
+
+
+def started_message_key(instance_key: str | None) -> int | None:
+    """The message position inside a start instance key, else None (also for a key of the
+    reserved form that no message position fits): `started_message_key_sql`'s value."""
+    if instance_key is None or not is_start_instance_key(instance_key):
+        return None
+    found = _STARTED.search(instance_key)
+    value = int(found.group(1)) if found else None
+    return value if value is not None and -2**63 <= value < 2**63 else None
 
 
 def started_message_key_sql(instance_key: str) -> str:

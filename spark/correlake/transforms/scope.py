@@ -66,15 +66,13 @@ class HistoryKeys:
 class Recompute:
     """A run's work: the key group rows it adds or changes, the touched key groups' keys
     (tenant_id, correlation_key, label), their distinct message records (for rule 7:
-    `silver.accepted_messages`) and their routed workflow events (with their labels, and
-    how many); and the key columns of silver with the new records (`history_after`). The
+    `silver.accepted_messages`) and their routed workflow events (with their labels); and
+    the key columns of silver with the new records (`history_after`). The
     key group changes and the scope are checkpointed."""
     key_group_changes: DataFrame
     scope: DataFrame
     message_records: DataFrame
     routed: DataFrame
-    routed_labels: DataFrame  # (position, label) of the routed events, checkpointed
-    routed_count: int
     untouched_keys: DataFrame | None  # the key columns of the messages of key groups not touched (None: none)
     event_keys: DataFrame  # the history's and the new records'
     key_groups: DataFrame  # the key group table after the changes
@@ -143,8 +141,6 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
         scope=scope,
         message_records=scoped,
         routed=all_events.join(hint_for(routed_count)(routed), "position"),
-        routed_labels=routed,
-        routed_count=routed_count,
         untouched_keys=untouched, event_keys=events, key_groups=key_groups)
 
 
