@@ -6,7 +6,9 @@ default as_of (rule 23), instance keys of correlake's reserved form made by a
 producer, a long chain of linked keys, an increment that recomputes the one key
 group it touches, the outbox that follows gold (a moved correlation retracted), the
 key columns of silver the process keeps for the lake's next run, and exact replays
-collapsed by bronze and silver before the engine sees them (rule 8).
+collapsed by bronze and silver before the engine sees them (rule 8). Both runs take
+Spark's path, forced: its plan of an increment, with its joins over silver's key columns,
+end to end (the small path's increments: the property test's split, and most other runs).
 Positions repeat across the two streams, as they may."""
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def runs(spark, tmp_path_factory):
         write_jsonl(root / "landing" / "workflow_events" / f"{n}.jsonl", events)
         if n == 1:
             after_first, first_gold = versions(lake), read_gold(spark, lake)
-        result = pipeline.run(spark, str(root / "landing"), lake, max_quarantine_ratio=1.0)
+        result = pipeline.run(spark, str(root / "landing"), lake, max_quarantine_ratio=1.0, path="spark")
     return lake, after_first, result, first_gold
 
 

@@ -1,4 +1,5 @@
-"""Key groups: the connected components of the links between keys (`transforms/key_groups.py`)."""
+"""Key groups: the connected components of the links between keys (`transforms/key_groups.py`),
+and the key of a message-started instance, which links them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import random
 import pytest
 
 from correlake.config import COMPONENTS_ON_DRIVER
+from correlake.semantics.start_events import started_message_key, started_message_key_sql
 from correlake.transforms.key_groups import _components
 
 
@@ -50,3 +52,16 @@ def test_components_of_long_chains_trees_and_random_links(spark, on_driver_max):
     got = {(r["tenant_id"], r["node"]): r["root"] for r in _components(frame, on_driver_max).collect()}
     assert got == smallest_of_each_component(edges)
     assert set(got[("chain", k)] for k in keys) == {"k00000"}
+
+
+def test_the_started_message_key_is_parsed_alike_in_python_and_in_spark_sql(spark):
+    """Rule 20's instance key parsed on the small path (Python) and on Spark's (SQL): Java's
+    `$` before a final line terminator, leading zeros, signs, overflow, other forms."""
+    keys = ["msg-start:p:12", "msg-start:p:-3", "msg-start:p:012", "msg-start:p:12\n", "msg-start:p:12\r\n",
+            "msg-start:p:12\u2028", "msg-start:p:12\n\n", "msg-start:p:12x", "msg-start:p:1:2", "msg-start:12",
+            "msg-start:", "msg-start:p:", "msg-start:p:+4", "msg-start:p:9223372036854775807",
+            "msg-start:p:-9223372036854775808", "msg-start:p:9223372036854775808", "other:p:1", "p:msg-start:1", None]
+    frame = spark.createDataFrame([(k,) for k in keys], "k string")
+    in_sql = [r[0] for r in frame.selectExpr(started_message_key_sql("k")).collect()]
+    assert [started_message_key(k) for k in keys] == in_sql
+    assert in_sql[:5] == [12, -3, 12, 12, 12] and in_sql[-4:] == [None, None, None, None]

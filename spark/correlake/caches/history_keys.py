@@ -1,7 +1,8 @@
 """The key columns of silver (`transforms.scope.HistoryKeys`), kept in the process from
 one run of a lake to its next.
 
-Each run looks up the key groups its new records touch in them. Read from the lake,
+Each run on Spark's path looks up the key groups its new records touch in them (a small
+run looks them up with delta-rs instead, `run/small_scope.py`, and leaves nothing kept). Read from the lake,
 they cost a Delta read and a checkpoint of every row of silver per run, growing with
 the lake. A process that runs one lake again (the kept driver, `correlake serve`, a
 warm benchmark) keeps them, as frames of its last run's checkpoints, as that run's publish

@@ -201,7 +201,8 @@ def plan(run: StagedRun, new_messages: DataFrame, new_events: DataFrame, history
          ) -> SmallPlan | None:
     """The run's path chosen (config.RUN_PATHS) and, on the small path, its plan; None for
     Spark's: forced, or the run holds more than SMALL_RUN_MAX_RECORDS engine records (its
-    touched key groups' messages and routed events). `new_messages`: distinct new message
+    touched key groups' messages and routed events), or the lake has no key group table yet
+    (a lake from before it: Spark's path writes it). `new_messages`: distinct new message
     records; `new_events`: new silver workflow events; `history`: whether silver's tables
     are read (not a first run, not a rebuild); `redeployed`: whether there are new deployments."""
     if run.plan.path == "spark":
