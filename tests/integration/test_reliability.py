@@ -25,10 +25,9 @@ from correlake.interfaces import cli
 from correlake.lake import journal
 from correlake.lake import tables as lake
 from correlake.quality import gates
-from correlake.run import pipeline, staged, stepwise
+from correlake.run import pipeline, small_scope, staged, stepwise
 from correlake.run.staged import LakeMoved
 from correlake.run.store import staged_runs_dir
-from correlake.transforms import scope as key_scope
 
 CRASH_POINTS = ("silver", "merge")
 HERE = Path(__file__).parents[1] / "support"  # where crash_child.py is
@@ -146,7 +145,7 @@ def test_a_run_stopped_while_a_gate_is_checked_beside_a_stage_stops_whole(spark,
     landing, base, _, _ = world
     lake_dir = copy_lake(base, tmp_path / "gated")
     before = snapshot(spark, lake_dir)
-    real_check, real_recompute = gates.check, key_scope.recompute
+    real_check, real_plan = gates.check, small_scope.plan
     checking, stopped = threading.Event(), threading.Event()
 
     def slow_check(*args, **kwargs):  # the bronze gate still running when silver is stopped
@@ -154,16 +153,16 @@ def test_a_run_stopped_while_a_gate_is_checked_beside_a_stage_stops_whole(spark,
         assert stopped.wait(60)
         return real_check(*args, **kwargs)
 
-    def stopped_recompute(*args, **kwargs):
+    def stopped_plan(*args, **kwargs):  # silver's plan, on either path
         assert checking.wait(60)
         try:
             os.kill(os.getpid(), signal.SIGTERM)  # its handler raises in this thread, the main one
-            return real_recompute(*args, **kwargs)
+            return real_plan(*args, **kwargs)
         finally:
             stopped.set()
 
     monkeypatch.setattr(gates, "check", slow_check)
-    monkeypatch.setattr(key_scope, "recompute", stopped_recompute)
+    monkeypatch.setattr(small_scope, "plan", stopped_plan)
     capfd.readouterr()
     threads = set(threading.enumerate())
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--max-quarantine-ratio", "1"]) == 143

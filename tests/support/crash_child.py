@@ -2,7 +2,7 @@
 
     python crash_child.py LANDING LAKE POINT
 
-POINT: silver (while key groups are computed: before anything is written), merge
+POINT: silver (as the silver stage plans the run's key groups: before anything is written), merge
 (after the first gold/silver MERGE has committed, others in flight).
 """
 
@@ -12,9 +12,8 @@ import os
 import signal
 import sys
 
-from correlake.run import pipeline, staged
+from correlake.run import pipeline, small_scope, staged
 from correlake.runtime.session import get_spark
-from correlake.transforms import scope
 
 
 def die(*_, **__):
@@ -23,7 +22,7 @@ def die(*_, **__):
 
 def main(landing: str, lake_dir: str, point: str) -> None:
     if point == "silver":
-        scope.grow_key_groups = die
+        small_scope.plan = die  # either path: the small one's plan is tried first
     elif point == "merge":
         real = staged.restate
 

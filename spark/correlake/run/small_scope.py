@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from correlake.run.staged import StagedRun
 
 
-class Event(NamedTuple):
+class EventKeys(NamedTuple):
     """A workflow event's key columns (`scope.EVENT_KEYS`)."""
     position: int
     tenant_id: str
@@ -42,7 +42,7 @@ class Event(NamedTuple):
     correlation_key: str | None
 
 
-class Message(NamedTuple):
+class MessageKeys(NamedTuple):
     """A message record's key columns (`scope.MESSAGE_KEYS`)."""
     position: int
     tenant_id: str
@@ -50,8 +50,9 @@ class Message(NamedTuple):
     name: str
 
 
-EVENT_COLUMNS = list(Event._fields)
-MESSAGE_COLUMNS = ["message_key", "tenant_id", "correlation_key", "name"]  # silver's names of Message's
+EVENT_COLUMNS = list(EventKeys._fields)
+MESSAGE_COLUMNS = ["message_key", "tenant_id", "correlation_key", "name"]  # MessageKeys' columns in silver
+NEW_MESSAGE_COLUMNS = ["position", "tenant_id", "correlation_key", "name"]  # and in a run's records
 
 
 @dataclass
@@ -73,7 +74,7 @@ class _Silver:
     """Silver's rows in the run's snapshot, looked up by delta-rs (none before a first run),
     with the run's new records: what Spark's path joins with silver's key columns."""
 
-    def __init__(self, run: StagedRun, history: bool, messages: list[Message], events: list[Event]):
+    def __init__(self, run: StagedRun, history: bool, messages: list[MessageKeys], events: list[EventKeys]):
         def table(name):
             return deltars.table(run.lake_dir, name, run.plan.versions[name]) if history else None
         self.messages_table, self.events_table = table("silver_messages"), table("silver_workflow_events")
@@ -88,30 +89,30 @@ class _Silver:
         return [kind(*row) for row in deltars.tuples(deltars.query(f"SELECT {quoted} FROM t WHERE {where}",
                                                                    {"t": table}))]
 
-    def events(self, column: str, pairs: set[tuple[str, object]], type_: str | None = None) -> list[Event]:
+    def events(self, column: str, pairs: set[tuple[str, object]], type_: str | None = None) -> list[EventKeys]:
         """The events (silver's and new) of a tenant whose `column` is one of `pairs`' (tenant, value)."""
         if not (values := {v for _, v in pairs if v is not None}):
             return []
         where = f'"{column}" IN ({deltars.listed(sorted(values))})' + (f" AND type = '{type_}'" if type_ else "")
-        found = self._rows(self.events_table, EVENT_COLUMNS, where, Event) + self.new_events
+        found = self._rows(self.events_table, EVENT_COLUMNS, where, EventKeys) + self.new_events
         return [e for e in found if (e.tenant_id, getattr(e, column)) in pairs and (type_ is None or e.type == type_)]
 
     @cached_property
-    def started_events(self) -> list[Event]:
+    def started_events(self) -> list[EventKeys]:
         """The opens and ends (silver's and new) of the instances messages started (rule 20)."""
         where = (f"type IN ('{SUBSCRIPTION_OPENED}', '{INSTANCE_ENDED}') "
                  f"AND starts_with(process_instance_key, '{START_PREFIX}')")
-        return [e for e in self._rows(self.events_table, EVENT_COLUMNS, where, Event) + self.new_events
+        return [e for e in self._rows(self.events_table, EVENT_COLUMNS, where, EventKeys) + self.new_events
                 if e.type in (SUBSCRIPTION_OPENED, INSTANCE_ENDED) and started_message_key(e.process_instance_key)
                 is not None]
 
-    def messages(self, column: str, pairs: set[tuple[str, object]]) -> list[Message]:
+    def messages(self, column: str, pairs: set[tuple[str, object]]) -> list[MessageKeys]:
         """The message records (silver's and new) of a tenant whose `column` is one of `pairs`'."""
         if not (values := {v for _, v in pairs if v is not None}):
             return []
         silver_column = "message_key" if column == "position" else column
         where = f'"{silver_column}" IN ({deltars.listed(sorted(values))})'
-        found = self._rows(self.messages_table, MESSAGE_COLUMNS, where, Message) + self.new_messages
+        found = self._rows(self.messages_table, MESSAGE_COLUMNS, where, MessageKeys) + self.new_messages
         return [m for m in found if (m.tenant_id, getattr(m, column)) in pairs]
 
     def key_group_rows(self, column: str, pairs: set[tuple[str, str]]) -> list[tuple[str, str, str]]:
@@ -124,12 +125,8 @@ class _Silver:
                                       lambda *row: row)
                 if (r[0], r[index]) in pairs]
 
-    def label(self, tenant: str, key: str) -> str:
-        """The key group of (tenant, key) before the run (a key in none is its own)."""
-        return self.labels({(tenant, key)})[(tenant, key)]
-
     def labels(self, keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], str]:
-        """`label` of each of `keys`, looked up at once."""
+        """The key group of each of `keys` before the run (a key in none is its own)."""
         keys = set(keys)
         if missing := keys - self._labels.keys():
             self._labels |= {key: key[1] for key in missing}
@@ -137,7 +134,7 @@ class _Silver:
         return {key: self._labels[key] for key in keys}
 
 
-def _owner_links(opens: Iterable[Event]) -> set[tuple[str, str, str]]:
+def _owner_links(opens: Iterable[EventKeys]) -> set[tuple[str, str, str]]:
     """(tenant_id, a, b): keys of subscriptions with one owner element instance (`key_groups.owner_links`)."""
     by_owner = defaultdict(set)
     for e in opens:
@@ -146,7 +143,7 @@ def _owner_links(opens: Iterable[Event]) -> set[tuple[str, str, str]]:
     return {(tenant, min(keys), b) for (tenant, _), keys in by_owner.items() if len(keys) > 1 for b in keys}
 
 
-def _started_links(opens: Iterable[Event], messages: Iterable[Message]) -> set[tuple[str, str, str]]:
+def _started_links(opens: Iterable[EventKeys], messages: Iterable[MessageKeys]) -> set[tuple[str, str, str]]:
     """(tenant_id, a, b): a subscription's key and its instance's start message's key (`key_groups.started_links`)."""
     keys = {(m.tenant_id, m.position): m.correlation_key for m in messages}
     return {(e.tenant_id, e.correlation_key, b) for e in opens if e.correlation_key is not None
@@ -165,7 +162,7 @@ def _grown(silver: _Silver, links: set[tuple[str, str, str]]) -> list[tuple[str,
     return moved + [(t, key, root_of[(t, label)]) for t, key, label in members]
 
 
-def _route(events: Iterable[Event], opens: dict[int, str], owners: dict, instances: dict, starts: dict
+def _route(events: Iterable[EventKeys], opens: dict[int, str], owners: dict, instances: dict, starts: dict
            ) -> set[tuple[int, str, str]]:
     """(position, tenant_id, label) of the key groups each event acts on (`key_groups.route_workflow_events`):
     `opens` the label of each labelled open's position; `owners`, `instances` the labels of
@@ -185,7 +182,7 @@ def _route(events: Iterable[Event], opens: dict[int, str], owners: dict, instanc
     return routed
 
 
-def _labelled(opens: Iterable[Event], messages: Iterable[Message], label) -> tuple[dict, dict, dict, dict]:
+def _labelled(opens: Iterable[EventKeys], messages: Iterable[MessageKeys], label) -> tuple[dict, dict, dict, dict]:
     """The lookups of `_route` for these opens and messages, labelled by `label(tenant, key)`."""
     by_position, owners, instances, starts = {}, defaultdict(set), defaultdict(set), defaultdict(set)
     for e in opens:
@@ -212,9 +209,8 @@ def plan(run: StagedRun, new_messages: DataFrame, new_events: DataFrame, history
     if any(rows is None for rows in new) or room is not None and sum(rows.num_rows for rows in new) > room:
         return None
     new_messages, new_events = new
-    silver = _Silver(run, history, [Message(*row) for row in deltars.tuples(new_messages.select(
-        ["position", "tenant_id", "correlation_key", "name"]))], [Event(*row) for row in deltars.tuples(
-            new_events.select(EVENT_COLUMNS))])
+    silver = _Silver(run, history, _keys(new_messages, NEW_MESSAGE_COLUMNS, MessageKeys),
+                     _keys(new_events, EVENT_COLUMNS, EventKeys))
     if history and silver.key_groups_table is None:  # a lake from before the key group table: Spark's path
         return None
     changes, touched = _touched(silver, _deployed_names(run, new_events, history) if redeployed else set())
@@ -226,6 +222,11 @@ def plan(run: StagedRun, new_messages: DataFrame, new_events: DataFrame, history
     if room is not None and len(routed) + records.num_rows > room:
         return None
     return SmallPlan(changes, scope, records, _routed_events(silver, routed, new_events))
+
+
+def _keys(rows: pa.Table, columns: list[str], kind: type) -> list:
+    """`rows`' `columns`, each row a `kind`."""
+    return [kind(*row) for row in deltars.tuples(rows.select(columns))]
 
 
 def _fetched(frame: DataFrame, room: int | None) -> pa.Table | None:
@@ -307,8 +308,7 @@ def _routed(silver: _Silver, scope: list[tuple[str, str, str]], records: pa.Tabl
     and of the instances its messages started (`scope.recompute`'s routing)."""
     label = {(t, k): lb for t, k, lb in scope}
     opens = silver.events("correlation_key", set(label), SUBSCRIPTION_OPENED)
-    messages = [Message(*row) for row in deltars.tuples(records.select(["position", "tenant_id", "correlation_key",
-                                                                        "name"]))]
+    messages = _keys(records, NEW_MESSAGE_COLUMNS, MessageKeys)
     lookups = _labelled(opens, messages, lambda t, k: label[(t, k)])
     starts = lookups[3]
     events = [*opens, *silver.events("element_instance_key", set(lookups[1]), ELEMENT_LEFT),
