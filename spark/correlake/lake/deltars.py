@@ -36,8 +36,16 @@ def query(sql: str, tables: dict[str, DeltaTable]) -> pa.Table:
 
 def read(table: DeltaTable, columns: list[str]) -> pa.Table:
     """`columns` of every row of `table` (`query`)."""
+    return select(table, columns, "TRUE")
+
+
+def select(table: DeltaTable | None, columns: list[str], where: str) -> pa.Table | None:
+    """`columns` of the rows of `table` where `where` (a DataFusion condition) holds, None
+    without a table (`query`)."""
+    if table is None:
+        return None
     quoted = ", ".join(f'"{c}"' for c in columns)
-    return query(f"SELECT {quoted} FROM t", {"t": table})
+    return query(f"SELECT {quoted} FROM t WHERE {where}", {"t": table})
 
 
 def listed(values) -> str:
@@ -57,8 +65,7 @@ def rows_in(table: DeltaTable | None, columns: list[str], column: str, values: s
     delta-rs skip the files whose statistics hold none of them."""
     if table is None or not values:
         return None
-    selected = ", ".join(f'"{c}"' for c in columns)
-    found = query(f'SELECT {selected} FROM t WHERE "{column}" IN ({listed(sorted(values))})', {"t": table})
+    found = select(table, columns, f'"{column}" IN ({listed(sorted(values))})')
     return found.cast(schema or pa.schema([f.with_type(pa.string()) if f.type == pa.string_view() else f
                                            for f in found.schema]))  # pyarrow filters no string_view
 

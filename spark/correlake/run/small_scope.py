@@ -26,14 +26,15 @@ from correlake.contract.enums import ELEMENT_LEFT, INSTANCE_ENDED, PROCESS_DEPLO
 from correlake.contract.schemas import MESSAGE_FIELDS
 from correlake.lake import deltars
 from correlake.semantics.start_events import START_PREFIX, started_message_key
-from correlake.transforms.key_groups import _smallest_roots
+from correlake.transforms.key_groups import smallest_roots
+from correlake.transforms.scope import EVENT_KEYS, MESSAGE_KEYS
 
 if TYPE_CHECKING:
     from correlake.run.staged import StagedRun
 
 
 class EventKeys(NamedTuple):
-    """A workflow event's key columns (`scope.EVENT_KEYS`)."""
+    """A workflow event's key columns (EVENT_KEYS)."""
     position: int
     tenant_id: str
     type: str
@@ -43,16 +44,14 @@ class EventKeys(NamedTuple):
 
 
 class MessageKeys(NamedTuple):
-    """A message record's key columns (`scope.MESSAGE_KEYS`)."""
+    """A message record's key columns (MESSAGE_KEYS)."""
     position: int
     tenant_id: str
     correlation_key: str
     name: str
 
 
-EVENT_COLUMNS = list(EventKeys._fields)
-MESSAGE_COLUMNS = ["message_key", "tenant_id", "correlation_key", "name"]  # MessageKeys' columns in silver
-NEW_MESSAGE_COLUMNS = ["position", "tenant_id", "correlation_key", "name"]  # and in a run's records
+SILVER_MESSAGE_KEYS = ["message_key", *MESSAGE_KEYS[1:]]  # silver's name of a message's position
 
 
 @dataclass
@@ -82,19 +81,17 @@ class _Silver:
         self.new_messages, self.new_events = messages, events
         self._labels: dict[tuple[str, str], str] = {}
 
-    def _rows(self, table, columns: list[str], where: str, kind) -> list:
-        if table is None:
-            return []
-        quoted = ", ".join(f'"{c}"' for c in columns)
-        return [kind(*row) for row in deltars.tuples(deltars.query(f"SELECT {quoted} FROM t WHERE {where}",
-                                                                   {"t": table}))]
+    @staticmethod
+    def _rows(table, columns: list[str], where: str, kind) -> list:
+        found = deltars.select(table, columns, where)
+        return [] if found is None else [kind(*row) for row in deltars.tuples(found)]
 
     def events(self, column: str, pairs: set[tuple[str, object]], type_: str | None = None) -> list[EventKeys]:
         """The events (silver's and new) of a tenant whose `column` is one of `pairs`' (tenant, value)."""
         if not (values := {v for _, v in pairs if v is not None}):
             return []
         where = f'"{column}" IN ({deltars.listed(sorted(values))})' + (f" AND type = '{type_}'" if type_ else "")
-        found = self._rows(self.events_table, EVENT_COLUMNS, where, EventKeys) + self.new_events
+        found = self._rows(self.events_table, EVENT_KEYS, where, EventKeys) + self.new_events
         return [e for e in found if (e.tenant_id, getattr(e, column)) in pairs and (type_ is None or e.type == type_)]
 
     @cached_property
@@ -102,7 +99,7 @@ class _Silver:
         """The opens and ends (silver's and new) of the instances messages started (rule 20)."""
         where = (f"type IN ('{SUBSCRIPTION_OPENED}', '{INSTANCE_ENDED}') "
                  f"AND starts_with(process_instance_key, '{START_PREFIX}')")
-        return [e for e in self._rows(self.events_table, EVENT_COLUMNS, where, EventKeys) + self.new_events
+        return [e for e in self._rows(self.events_table, EVENT_KEYS, where, EventKeys) + self.new_events
                 if e.type in (SUBSCRIPTION_OPENED, INSTANCE_ENDED) and started_message_key(e.process_instance_key)
                 is not None]
 
@@ -112,7 +109,7 @@ class _Silver:
             return []
         silver_column = "message_key" if column == "position" else column
         where = f'"{silver_column}" IN ({deltars.listed(sorted(values))})'
-        found = self._rows(self.messages_table, MESSAGE_COLUMNS, where, MessageKeys) + self.new_messages
+        found = self._rows(self.messages_table, SILVER_MESSAGE_KEYS, where, MessageKeys) + self.new_messages
         return [m for m in found if (m.tenant_id, getattr(m, column)) in pairs]
 
     def key_group_rows(self, column: str, pairs: set[tuple[str, str]]) -> list[tuple[str, str, str]]:
@@ -156,7 +153,7 @@ def _grown(silver: _Silver, links: set[tuple[str, str, str]]) -> list[tuple[str,
     links = {(t, a, b) for t, a, b in links if a != b}
     labels = silver.labels({(t, k) for t, a, b in links for k in (a, b)})
     merged = [(t, la, lb) for t, a, b in links if (la := labels[(t, a)]) != (lb := labels[(t, b)])]
-    moved = [(t, node, root) for t, node, root in _smallest_roots(merged) if node != root]
+    moved = [(t, node, root) for t, node, root in smallest_roots(merged) if node != root]
     root_of = {(t, node): root for t, node, root in moved}
     members = silver.key_group_rows("label", set(root_of))
     return moved + [(t, key, root_of[(t, label)]) for t, key, label in members]
@@ -209,8 +206,8 @@ def plan(run: StagedRun, new_messages: DataFrame, new_events: DataFrame, history
     if any(rows is None for rows in new) or room is not None and sum(rows.num_rows for rows in new) > room:
         return None
     new_messages, new_events = new
-    silver = _Silver(run, history, _keys(new_messages, NEW_MESSAGE_COLUMNS, MessageKeys),
-                     _keys(new_events, EVENT_COLUMNS, EventKeys))
+    silver = _Silver(run, history, _keys(new_messages, MESSAGE_KEYS, MessageKeys),
+                     _keys(new_events, EVENT_KEYS, EventKeys))
     if history and silver.key_groups_table is None:  # a lake from before the key group table: Spark's path
         return None
     changes, touched = _touched(silver, _deployed_names(run, new_events, history) if redeployed else set())
@@ -280,9 +277,10 @@ def _deployed_names(run: StagedRun, new_events: pa.Table, history: bool) -> set[
     processes = {(t, p) for t, p, _ in deployed}
     table = deltars.table(run.lake_dir, "silver_deployments", run.plan.versions["silver_deployments"]) \
         if history else None
-    old = [] if table is None or not processes else deltars.tuples(deltars.query(
-        "SELECT tenant_id, bpmn_process_id, message_start_events FROM t WHERE bpmn_process_id IN "
-        f"({deltars.listed(sorted({p for _, p in processes}))})", {"t": table}))
+    old = deltars.select(table, ["tenant_id", "bpmn_process_id", "message_start_events"],
+                         f"bpmn_process_id IN ({deltars.listed(sorted({p for _, p in processes}))})") \
+        if processes else None
+    old = [] if old is None else deltars.tuples(old)
     return {(t, name) for t, p, names in [*deployed, *old] if (t, p) in processes for name in names or ()}
 
 
@@ -308,7 +306,7 @@ def _routed(silver: _Silver, scope: list[tuple[str, str, str]], records: pa.Tabl
     and of the instances its messages started (`scope.recompute`'s routing)."""
     label = {(t, k): lb for t, k, lb in scope}
     opens = silver.events("correlation_key", set(label), SUBSCRIPTION_OPENED)
-    messages = _keys(records, NEW_MESSAGE_COLUMNS, MessageKeys)
+    messages = _keys(records, MESSAGE_KEYS, MessageKeys)
     lookups = _labelled(opens, messages, lambda t, k: label[(t, k)])
     starts = lookups[3]
     events = [*opens, *silver.events("element_instance_key", set(lookups[1]), ELEMENT_LEFT),

@@ -55,7 +55,7 @@ def _components(edges: DataFrame, on_driver_max: int = COMPONENTS_ON_DRIVER) -> 
     root is the smallest node of its connected component.
 
     Up to `on_driver_max` edges (an hourly run's few new links), the driver solves them
-    by union-find (`_smallest_roots`): one collect instead of a Spark round's jobs.
+    by union-find (`smallest_roots`): one collect instead of a Spark round's jobs.
     Otherwise every node has a parent, a node of its component no larger than itself; when a round
     changes no parent, every node's parent is its component's smallest node. The first
     rounds pass the smallest parent among a node's neighbours (enough for the small
@@ -65,7 +65,7 @@ def _components(edges: DataFrame, on_driver_max: int = COMPONENTS_ON_DRIVER) -> 
     edges = edges.unionByName(edges.select("tenant_id", F.col("b").alias("a"), F.col("a").alias("b"))) \
         .distinct().localCheckpoint()
     if len(few := edges.limit(on_driver_max + 1).collect()) <= on_driver_max:
-        return edges.sparkSession.createDataFrame(_smallest_roots(few), "tenant_id string, node string, root string")
+        return edges.sparkSession.createDataFrame(smallest_roots(few), "tenant_id string, node string, root string")
     parent = edges.select("tenant_id", F.col("a").alias("node"), F.col("a").alias("parent")).distinct() \
         .localCheckpoint()
     for rounds in range(MAX_ROUNDS):
@@ -82,7 +82,7 @@ def _components(edges: DataFrame, on_driver_max: int = COMPONENTS_ON_DRIVER) -> 
     raise RuntimeError("key groups did not converge")
 
 
-def _smallest_roots(edges: list) -> list[tuple[str, str, str]]:
+def smallest_roots(edges: list) -> list[tuple[str, str, str]]:
     """(tenant_id, node, root) for every node of `edges` (rows of tenant_id, a, b) by
     union-find, root the smallest node of its component. Python orders strings by code
     point, which is Spark's order of their UTF-8 bytes."""
