@@ -107,7 +107,7 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
     landing, base, _, reference = world
     lake_dir = copy_lake(base, tmp_path / "term")
     before = snapshot(spark, lake_dir)
-    real, real_table, signalled, restored = staged.restate, journal.delta_table, [], []
+    real, real_restore, signalled, restored = staged.restate, journal.deltars.restore, [], []
 
     def restate_then_stop(*args, **kwargs):
         real(*args, **kwargs)
@@ -115,14 +115,14 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
             signalled.append(True)
             os.kill(os.getpid(), signal.SIGTERM)
 
-    def stop_again_while_restoring(path):
+    def stop_again_while_restoring(lake, name, version):
         if not restored:  # once, before the rollback's first RESTORE
             os.kill(os.getpid(), signal.SIGTERM)
-        restored.append(path)
-        return real_table(path)
+        restored.append(name)
+        return real_restore(lake, name, version)
 
     monkeypatch.setattr(staged, "restate", restate_then_stop)
-    monkeypatch.setattr(journal, "delta_table", stop_again_while_restoring)
+    monkeypatch.setattr(journal.deltars, "restore", stop_again_while_restoring)
     on_sigterm = signal.getsignal(signal.SIGTERM)
     capfd.readouterr()
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--max-quarantine-ratio", "1"]) == 143
@@ -205,7 +205,7 @@ def test_a_crashed_first_run_leaves_no_table_folder_behind(spark, tmp_path):
     (Path(table_path(lake_dir, "messages")) / "_delta_log").mkdir(parents=True)
     (Path(table_path(lake_dir, "messages")) / "part-0.parquet").write_bytes(b"orphan")
     assert journal.unfinished_run(lake_dir) == "dead-run"
-    assert journal.rollback(spark, lake_dir) == "dead-run"
+    assert journal.rollback(lake_dir) == "dead-run"
     assert not Path(table_path(lake_dir, "messages")).exists()
     assert journal.unfinished_run(lake_dir) is None
 

@@ -96,6 +96,12 @@ def from_rows(struct: StructType, rows: list[tuple]) -> pa.Table:
                      for column, field in zip(columns, schema)], schema=schema)
 
 
+def restore(lake: str, name: str, version: int) -> None:
+    """The lake's table `name` brought back to its `version` in a new commit (Delta's
+    `RESTORE`: the files of that version added again, the later ones removed)."""
+    DeltaTable(table_path(lake, name), storage_options=_options(lake)).restore(version)
+
+
 def write(lake: str, name: str, rows: pa.Table, mode: str = "append", run_id: str | None = None) -> None:
     """Append `rows` to the lake's table `name` or replace its rows with them (`mode`),
     creating it if need be; a run's commit carries its id, as the run's Spark commits do

@@ -79,7 +79,7 @@ def maintain(spark: SparkSession, lake_dir: str, retain_hours: float | None = No
         if dry_run:
             result.pending_run = journal.has_journal(lake_dir)
         else:
-            result.rolled_back = journal.rollback(spark, lake_dir)
+            result.rolled_back = journal.rollback(lake_dir)
         paths = {name: table_path(lake_dir, name) for name in TABLES if lake.is_table(table_path(lake_dir, name))}
         with _retention_check_lifted(spark, retain_hours is not None):
             result.tables = run_concurrently([lambda n=name: _table(spark, n, paths[n], retain_hours, dry_run)

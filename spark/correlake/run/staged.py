@@ -78,7 +78,7 @@ class StagedRun:
         frames in `store_for(run_id)`, on `path` (config.RUN_PATHS; None: CORRELAKE_RUN_PATH).
         With nothing new, a `nothing_new` result is returned, after re-evaluating the statuses
         if `as_of` moved (a dry run only says it would). The caller holds the lake's lock."""
-        rolled_back = rollback(spark, lake_dir)
+        rolled_back = rollback(lake_dir)
         run_id = new_run_id()
         migrated = not dry_run and lake_as_of.migrate(spark, lake_dir, f"{run_id}-migration")
         outbox_migrated = None if dry_run else migrate_outbox(spark, lake_dir, f"{run_id}-outbox-migration")

@@ -18,7 +18,7 @@ from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, SCOPE
 from correlake.quality import rules
 from correlake.quality.gates import GateFailed
 from correlake.run import small_scope
-from correlake.run.outbox import new_events
+from correlake.run.outbox import new_events, of_keys
 from correlake.run.staged import Stage, StagedRun
 from correlake.transforms import bronze, gold, silver
 from correlake.transforms import scope as key_scope
@@ -132,10 +132,15 @@ def _gold(run: StagedRun) -> None:
 
 
 def _outbox(run: StagedRun) -> None:
-    """The outbox events that make the outbox agree with gold after this run."""
+    """The outbox events that make the outbox agree with gold after this run (a small run
+    looks its touched keys' events up by key)."""
+    touched, keyed = run.frame("touched_keys").select(*SCOPE), None
+    if run.result.path == "small":
+        keys = {(row.tenant_id, row.correlation_key) for row in touched.collect()}
+        keyed = lambda: of_keys(run.spark, run.lake_dir, run.plan.versions["outbox"], keys)  # noqa: E731
     events, run.result.outbox_backfilled = new_events(
         run.spark, run.history, run.run_id, run.result.as_of, lambda: run.as_of_before, run.frame("correlations"),
-        run.frame("touched_keys").select(*SCOPE), run.result.rebuild)
+        touched, run.result.rebuild, keyed)
     run.result.outbox_events = run.store.put("outbox", events).count()
 
 

@@ -41,7 +41,7 @@ def check(spark: SparkSession, lake_dir: str, run_id: str, stage: str) -> None:
 def publish(spark: SparkSession, lake_dir: str, run_id: str,
             wait_seconds: float = AIRFLOW_LOCK_WAIT_SECONDS) -> RunResult:
     with run_lock(lake_dir, wait_seconds):
-        rolled_back = rollback(spark, lake_dir)  # an earlier try of this publish, killed
+        rolled_back = rollback(lake_dir)  # an earlier try of this publish, killed
         result = StagedRun.load(spark, lake_dir, run_id).publish()
     result.rolled_back = rolled_back or result.rolled_back  # else the one `prepare` rolled back
     return result
