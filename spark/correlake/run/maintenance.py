@@ -29,7 +29,7 @@ from correlake.config import (
     table_path,
 )
 from correlake.delivery import retention
-from correlake.lake import journal, lock
+from correlake.lake import deltars, journal, lock
 from correlake.lake import tables as lake
 from correlake.lake.sqlfiles import delta_table
 from correlake.quality.gx import old_validations, remove_validations
@@ -80,10 +80,10 @@ def maintain(spark: SparkSession, lake_dir: str, retain_hours: float | None = No
             result.pending_run = journal.has_journal(lake_dir)
         else:
             result.rolled_back = journal.rollback(lake_dir)
-        paths = {name: table_path(lake_dir, name) for name in TABLES if lake.is_table(table_path(lake_dir, name))}
+        names = [name for name in TABLES if lake.is_table(table_path(lake_dir, name))]
         with _retention_check_lifted(spark, retain_hours is not None):
-            result.tables = run_concurrently([lambda n=name: _table(spark, n, paths[n], retain_hours, dry_run)
-                                              for name in paths])
+            result.tables = run_concurrently([lambda n=name: _table(spark, lake_dir, n, retain_hours, dry_run)
+                                              for name in names])
         if not dry_run:  # readers of published versions (delivery) read the compacted ones
             journal.mark_published(lake_dir)
         validations = old_validations(lake_dir, DELTA_RETAIN_HOURS if retain_hours is None else retain_hours)
@@ -116,12 +116,12 @@ def _retention_check_lifted(spark: SparkSession, lifted: bool):
         spark.conf.set(RETENTION_CHECK, before)
 
 
-def _table(spark: SparkSession, name: str, path: str, retain_hours: float | None, dry_run: bool) -> TableReport:
-    start = time.perf_counter()
+def _table(spark: SparkSession, lake_dir: str, name: str, retain_hours: float | None, dry_run: bool) -> TableReport:
+    start, path = time.perf_counter(), table_path(lake_dir, name)
     report = TableReport(TABLES[name])
-    detail = _measure(spark, path, report)
+    features = _measure(lake_dir, name, report)
     retain = "" if retain_hours is None else f" RETAIN {retain_hours:g} HOURS"
-    has_dvs = "deletionVectors" in detail["tableFeatures"]
+    has_dvs = "deletionVectors" in features
     report.dropped_feature = has_dvs and name not in DELETION_VECTOR_TABLES
     if dry_run:
         report.vacuumed = spark.sql(f"VACUUM {delta_table(path)}{retain} DRY RUN").count()
@@ -135,19 +135,20 @@ def _table(spark: SparkSession, name: str, path: str, retain_hours: float | None
         spark.sql(f"VACUUM {delta_table(path)}{retain}")
         report.vacuumed = files_before_vacuum - _files(path)[0]
         _checkpoint(spark, path)
-        _measure(spark, path, report)
+        _measure(lake_dir, name, report)
     report.seconds = round(time.perf_counter() - start, 2)
     return report
 
 
-def _measure(spark: SparkSession, path: str, report: TableReport) -> dict:
-    detail = spark.sql(f"DESCRIBE DETAIL {delta_table(path)}").first().asDict()
-    on_disk, log_files = _files(path)
-    report.files.append(detail["numFiles"])
-    report.bytes.append(detail["sizeInBytes"])
+def _measure(lake_dir: str, name: str, report: TableReport) -> set[str]:
+    """Add the table's files and bytes (active, on disk, in its log) to `report`; its table features."""
+    files, size, features = deltars.detail(lake_dir, name)
+    on_disk, log_files = _files(table_path(lake_dir, name))
+    report.files.append(files)
+    report.bytes.append(size)
     report.on_disk.append(on_disk)
     report.log_files.append(log_files)
-    return detail
+    return features
 
 
 def _rewrite(spark: SparkSession, statement: str, report: TableReport) -> None:
