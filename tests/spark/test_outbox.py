@@ -15,7 +15,7 @@ from support.delivery_helpers import Receiver
 from support.helpers import versions, write_landing
 
 from correlake.config import table_path
-from correlake.contract.ordering import may_share_a_line, ordering_key, ordering_key_column, shares_lines
+from correlake.contract.ordering import may_share_a_line, may_share_a_line_column, ordering_key, ordering_key_column
 from correlake.contract.schemas import CORRELATION, OUTBOX
 from correlake.delivery.events import partition_of
 from correlake.interfaces import cli
@@ -146,9 +146,9 @@ def test_the_ordering_key_twins_agree(spark):
     keys = [("", 7), ("", 0), ("k", 7), ("#7", 7), ("é ☃", 1 << 62)]
     df = spark.createDataFrame(keys, "correlation_key string, message_key bigint")
     got = df.select(ordering_key_column(F.col("correlation_key"), F.col("message_key")),
-                    may_share_a_line(F.col("correlation_key"))).collect()
+                    may_share_a_line_column(F.col("correlation_key"))).collect()
     assert [r[0] for r in got] == [ordering_key(k, m) for k, m in keys] == ["#7", "#0", "k", "#7", "é ☃"]
-    assert [r[1] for r in got] == [shares_lines(k) for k, _ in keys] == [True, True, False, True, False]
+    assert [r[1] for r in got] == [may_share_a_line(k) for k, _ in keys] == [True, True, False, True, False]
 
 
 def test_the_partition_twins_agree(spark):

@@ -24,12 +24,12 @@ def ordering_key_column(correlation_key: Column, message_key: Column) -> Column:
                   ).otherwise(correlation_key)
 
 
-def shares_lines(correlation_key: str) -> bool:
+def may_share_a_line(correlation_key: str) -> bool:
     """Whether a correlation of this key may share its line with another key's: an empty
     key, or one that reads as an empty key's line."""
     return correlation_key == "" or correlation_key.startswith(EMPTY_KEY_PREFIX)
 
 
-def may_share_a_line(correlation_key: Column) -> Column:
-    """The Spark twin of `shares_lines`."""
+def may_share_a_line_column(correlation_key: Column) -> Column:
+    """The Spark twin of `may_share_a_line`."""
     return (correlation_key == F.lit("")) | correlation_key.startswith(EMPTY_KEY_PREFIX)

@@ -108,7 +108,7 @@ def detail(lake: str, name: str) -> tuple[int, int, set[str]]:
 def restore(lake: str, name: str, version: int) -> None:
     """The lake's table `name` brought back to its `version` in a new commit (Delta's
     `RESTORE`: the files of that version added again, the later ones removed)."""
-    DeltaTable(table_path(lake, name), storage_options=_options(lake)).restore(version)
+    table(lake, name).restore(version)
 
 
 def write(lake: str, name: str, rows: pa.Table, mode: str = "append", run_id: str | None = None) -> None:

@@ -100,9 +100,10 @@ def rollback(lake: str) -> str | None:
             "file") from None
     with interrupts_held():
         for name, before in versions.items():
+            path = table_path(lake, name)
             if before < 0:  # the run created the table, or began to (a log with no commit yet)
-                remove_tree(table_path(lake, name))
-            elif version(table_path(lake, name)) != before:
+                remove_tree(path)
+            elif version(path) != before:
                 deltars.restore(lake, name, before)  # a commit of delta-rs: milliseconds, where Spark's took seconds
         state(lake).delete(JOURNAL)
         mark_published(lake)

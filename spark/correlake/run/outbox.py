@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from correlake.config import DELIVERY_PARTITIONS, delivery_delay_ms, table_path
-from correlake.contract.ordering import may_share_a_line, ordering_key_column, shares_lines
+from correlake.contract.ordering import may_share_a_line, may_share_a_line_column, ordering_key_column
 from correlake.contract.schemas import CORRELATION, OUTBOX, SCOPE, struct
 from correlake.lake import deltars, meta, tables
 from correlake.lake.journal import journalled
@@ -62,8 +62,8 @@ def new_events(spark: SparkSession, history: Callable[[str], DataFrame | None], 
 def of_keys(spark: SparkSession, lake: str, version: int, keys: set[tuple[str, str]]) -> DataFrame | None:
     """The outbox events of these (tenant_id, correlation_key) in the table's `version`,
     looked up by delta-rs (files skipped by their statistics), for `new_events`' `keyed`;
-    None if one of the keys' lines may hold other keys (`shares_lines`)."""
-    if any(shares_lines(key) for _, key in keys):
+    None if one of the keys' lines may hold other keys (`may_share_a_line`)."""
+    if any(may_share_a_line(key) for _, key in keys):
         return None
     found = deltars.rows_of_keys(deltars.table(lake, "outbox", version), OUTBOX.fieldNames(), keys)
     return spark.createDataFrame([] if found is None else found, OUTBOX)
@@ -80,7 +80,7 @@ def _shared_lines(new: DataFrame, past: DataFrame, gold: DataFrame, outbox: Data
     key that reads the same): the transform is given every row of the lines it renumbers.
     Only rows that `may_share_a_line` are looked at."""
     def shared(df: DataFrame) -> DataFrame:
-        return _with_line(df.where(may_share_a_line(F.col("correlation_key"))), "_line")
+        return _with_line(df.where(may_share_a_line_column(F.col("correlation_key"))), "_line")
 
     keys = ["tenant_id", "_line"]
     lines = (shared(new).select(*keys).unionByName(shared(past).select(*keys)).distinct().localCheckpoint())
