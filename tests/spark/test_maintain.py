@@ -4,6 +4,9 @@ content unchanged, time travel within retention, an explicit zero retention vacu
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 from deltalake import DeltaTable
 from support.helpers import versions
@@ -34,8 +37,9 @@ def contents(spark, lake_dir, version: dict | None = None) -> dict:
 @pytest.fixture(scope="module")
 def lake_dir(spark, tmp_path_factory):
     """Two hourly runs; the second restates gold rows of the first, and silver's rows are
-    replaced in place (deletion vectors). The
-    lake's name has a space and a backtick: each statement that names a table quotes it."""
+    replaced in place (deletion vectors); a file eight days old that no version holds, and a
+    table with a retention of its own. The lake's name has a space and a backtick: each
+    statement that names a table quotes it."""
     root = tmp_path_factory.mktemp("maintain")
     landing, lake_dir = root / "landing", str(root / "the `lake`")
     generate(landing, 300, 300, "uniform", seed=1, files=2)
@@ -50,6 +54,12 @@ def lake_dir(spark, tmp_path_factory):
     spark.sql(f"UPDATE {gold} SET correlation_count = correlation_count WHERE closed_at IS NULL")
     spark.sql(f"UPDATE {delta_table(table_path(lake_dir, 'silver_messages'))} SET ttl_ms = ttl_ms "
               "WHERE message_key % 2 = 0")
+    stray = os.path.join(table_path(lake_dir, "bronze_messages"), "part-left-by-a-crashed-write.parquet")
+    with open(stray, "wb") as f:  # a file no version holds, written eight days ago: VACUUM's to delete
+        f.write(b"PAR1")
+    os.utime(stray, (time.time() - 8 * 86400,) * 2)
+    spark.sql(f"ALTER TABLE {delta_table(table_path(lake_dir, 'as_of'))} SET TBLPROPERTIES "
+              "('delta.deletedFileRetentionDuration' = 'interval 30 days')")  # its own: always vacuumed
     return landing, lake_dir, contents(spark, lake_dir), versions(lake_dir)
 
 
@@ -64,10 +74,14 @@ def test_maintenance_compacts_and_changes_no_row(spark, lake_dir):
     assert {name for name, t in tables.items() if t.purged_dvs} == {"silver/messages", "gold/subscriptions"}
     assert [name for name, t in tables.items() if t.dropped_feature] == ["gold/subscriptions"]  # not silver's
     assert DeltaTable(table_path(lake_dir, "subscriptions")).to_pandas().shape[0] == len(before["subscriptions"])
-    assert all(t.vacuumed == 0 for t in tables.values())  # 168 h: every replaced file is still young
+    # 168 h: every replaced file is still young; the stray file is not, and is the one vacuumed.
+    assert {name: t.vacuumed for name, t in tables.items() if t.vacuumed} == {"bronze/messages": 1}
+    vacuumed = {name for name in before if "VACUUM END" in {r["operation"] for r in spark.sql(
+        f"DESCRIBE HISTORY {delta_table(table_path(lake_dir, name))}").collect()}}
+    assert vacuumed == {"bronze_messages", "as_of"}  # elsewhere nothing was old enough: no VACUUM ran
     assert result.validations == 0  # nor are the gates' validations of the two runs old
     assert result.delivery_attempts == 0  # no delivery pass yet: no delivery table
-    assert all(t.on_disk[1] == t.on_disk[0] + t.files[1] for t in tables.values() if t.compacted)
+    assert all(t.on_disk[1] == t.on_disk[0] + t.files[1] - t.vacuumed for t in tables.values() if t.compacted)
     assert all(t.log_files[1] > t.log_files[0] for t in tables.values())  # commits, a checkpoint
     assert contents(spark, lake_dir, old) == before  # time travel to before maintenance
     maintained = versions(lake_dir)

@@ -1,16 +1,18 @@
 """What maintenance and the Airflow DAGs accept: a VACUUM retention under Delta's 168 h
 only with `correlake maintain --force`, Airflow Variables only in the allowed root
-(CORRELAKE_ALLOWED_ROOT). The DAGs' tasks themselves: tests/integration/test_airflow_dag.py."""
+(CORRELAKE_ALLOWED_ROOT); what makes a table worth vacuuming. The DAGs' tasks themselves: tests/integration/test_airflow_dag.py."""
 
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
 from correlake.config import ConfigError, allowed_roots, state_dir, validate
 from correlake.errors import UsageError
 from correlake.interfaces import cli
+from correlake.lake import files, objectstore
 from correlake.lake.preflight import check_retention, require_allowed
 
 
@@ -59,3 +61,28 @@ def test_the_allowed_root_setting_is_checked(monkeypatch):
         monkeypatch.setenv("CORRELAKE_ALLOWED_ROOT", bad)
         with pytest.raises(ConfigError, match="CORRELAKE_ALLOWED_ROOT: .* is not absolute folder paths"):
             validate()
+
+
+def test_a_table_is_worth_vacuuming_once_a_file_beside_its_log_is_older_than_the_retention(tmp_path, s3):
+    """Maintenance vacuums a table only then (VACUUM deletes no younger file), in a folder
+    and in object storage (where the store's clock dates an object: a cutoff ahead of it)."""
+    table, now = tmp_path / "table", time.time()
+    (table / "_delta_log").mkdir(parents=True)
+    (table / "_delta_log" / "00000.json").write_text("{}")
+    os.utime(table / "_delta_log" / "00000.json", (now - 10 ** 6,) * 2)  # the log: never VACUUM's
+    (table / "part-0.parquet").write_bytes(b"PAR1")
+    assert not files.holds_older(str(table), now - 3600, "_delta_log")
+    os.utime(table / "part-0.parquet", (now - 7200,) * 2)
+    assert files.holds_older(str(table), now - 3600, "_delta_log")
+    os.utime(table / "part-0.parquet", (now,) * 2)
+    (table / "p=1").mkdir()  # an empty folder: VACUUM removes it
+    assert files.holds_older(str(table), now - 3600, "_delta_log")
+
+    lake = s3.fresh("lake")
+    bucket, key = objectstore.split(f"{lake}/table/_delta_log/00000.json")
+    objectstore.client().put_object(Bucket=bucket, Key=key, Body=b"{}")
+    assert not files.holds_older(f"{lake}/table", time.time() + 3600, "_delta_log")
+    objectstore.client().put_object(Bucket=bucket, Key=key.replace("_delta_log/00000.json", "part-0.parquet"),
+                                    Body=b"PAR1")
+    assert not files.holds_older(f"{lake}/table", time.time() - 3600, "_delta_log")
+    assert files.holds_older(f"{lake}/table", time.time() + 3600, "_delta_log")

@@ -3,6 +3,8 @@ or object storage (`objectstore.storage_options`)."""
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import pyarrow as pa
 from deltalake import CommitProperties, DeltaTable, QueryBuilder, write_deltalake
 from pyspark.sql.types import StructType
@@ -96,13 +98,21 @@ def from_rows(struct: StructType, rows: list[tuple]) -> pa.Table:
                      for column, field in zip(columns, schema)], schema=schema)
 
 
-def detail(lake: str, name: str) -> tuple[int, int, set[str]]:
-    """(active data files, their bytes, the table features) of the lake's table `name` at
-    its latest version: Delta's `DESCRIBE DETAIL`, read from the log without a Spark job."""
+class Detail(NamedTuple):
+    files: int             # active data files
+    bytes: int             # their size
+    features: set[str]     # the table features (reader's and writer's)
+    properties: dict[str, str]  # the table's properties (`delta.…` settings)
+
+
+def detail(lake: str, name: str) -> Detail:
+    """The lake's table `name` at its latest version as Delta's `DESCRIBE DETAIL` gives it,
+    read from the log without a Spark job."""
     found = table(lake, name)
     files, protocol = pa.table(found.get_add_actions(flatten=False)), found.protocol()
-    return (files.num_rows, sum(files["size_bytes"].to_pylist()),
-            {*(protocol.reader_features or ()), *(protocol.writer_features or ())})
+    return Detail(files.num_rows, sum(files["size_bytes"].to_pylist()),
+                  {*(protocol.reader_features or ()), *(protocol.writer_features or ())},
+                  dict(found.metadata().configuration))
 
 
 def restore(lake: str, name: str, version: int) -> None:

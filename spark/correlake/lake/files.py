@@ -214,6 +214,24 @@ def written_at(path: str) -> float | None:
         return None
 
 
+def holds_older(folder: str, cutoff: float, beside: str) -> bool:
+    """Whether a file (or object) under `folder`, outside its subfolder `beside`, was last
+    written before `cutoff` (seconds since the epoch); an empty subfolder counts as one."""
+    if is_uri(folder):
+        return any(entry.modified_at.timestamp() < cutoff for entry in objectstore.listing(folder)
+                   if entry.name.split("/", 1)[0] != beside)
+    for where, dirs, names in os.walk(folder):
+        if where == folder:
+            dirs[:] = [name for name in dirs if name != beside]
+        elif not dirs and not names:
+            return True
+        for name in names:
+            with contextlib.suppress(FileNotFoundError):  # removed meanwhile
+                if os.stat(os.path.join(where, name), follow_symlinks=False).st_mtime < cutoff:
+                    return True
+    return False
+
+
 def folder_ages(folder: str) -> dict[str, float]:
     """The folders in `folder` (prefixes under a prefix), each with the seconds since it, or
     in object storage the newest object in it, was last written."""

@@ -8,7 +8,9 @@ It holds the lake's run lock (never beside a run) and first rolls back an unfini
 run, as a run does. VACUUM keeps Delta's retention (7 days, time travel within it keeps
 working) unless `retain_hours` is given: an explicit value is the user's override of
 Delta's retention check, lifted for this maintenance only (`correlake maintain` asks for
-`--force` below 7 days, the Airflow DAG refuses it: `preflight.check_retention`).
+`--force` below 7 days, the Airflow DAG refuses it: `preflight.check_retention`). A
+table none of whose files is older than the retention is not vacuumed: VACUUM would
+delete nothing there.
 """
 
 from __future__ import annotations
@@ -29,13 +31,14 @@ from correlake.config import (
     table_path,
 )
 from correlake.delivery import retention
-from correlake.lake import deltars, journal, lock
+from correlake.lake import deltars, files, journal, lock
 from correlake.lake import tables as lake
 from correlake.lake.sqlfiles import delta_table
 from correlake.quality.gx import old_validations, remove_validations
 from correlake.runtime.threads import run_concurrently
 
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"  # a table's own VACUUM retention
 # The operations of the commits maintenance makes (Delta's names): none changes a row.
 # The second line: the commits of `DROP FEATURE deletionVectors`.
 OPERATIONS = frozenset({"OPTIMIZE", "REORG", "VACUUM START", "VACUUM END",
@@ -119,36 +122,49 @@ def _retention_check_lifted(spark: SparkSession, lifted: bool):
 def _table(spark: SparkSession, lake_dir: str, name: str, retain_hours: float | None, dry_run: bool) -> TableReport:
     start, path = time.perf_counter(), table_path(lake_dir, name)
     report = TableReport(TABLES[name])
-    features = _measure(lake_dir, name, report)
+    detail = _measure(lake_dir, name, report)
     retain = "" if retain_hours is None else f" RETAIN {retain_hours:g} HOURS"
-    has_dvs = "deletionVectors" in features
+    has_dvs = "deletionVectors" in detail.features
     report.dropped_feature = has_dvs and name not in DELETION_VECTOR_TABLES
     if dry_run:
-        report.vacuumed = spark.sql(f"VACUUM {delta_table(path)}{retain} DRY RUN").count()
+        if _vacuum_due(path, detail, retain_hours):
+            report.vacuumed = spark.sql(f"VACUUM {delta_table(path)}{retain} DRY RUN").count()
     else:
-        _rewrite(spark, f"OPTIMIZE {delta_table(path)}", report)
+        if detail.files > 1:  # one file or none: nothing to compact
+            _rewrite(spark, f"OPTIMIZE {delta_table(path)}", report)
         if has_dvs:  # what OPTIMIZE left: single files with few deletes
             _rewrite(spark, f"REORG TABLE {delta_table(path)} APPLY (PURGE)", report)
         if report.dropped_feature:  # reader version 1 again (Delta keeps a checkpoint for older versions)
             spark.sql(f"ALTER TABLE {delta_table(path)} DROP FEATURE deletionVectors")
-        files_before_vacuum = _files(path)[0]
-        spark.sql(f"VACUUM {delta_table(path)}{retain}")
-        report.vacuumed = files_before_vacuum - _files(path)[0]
+        if _vacuum_due(path, detail, retain_hours):
+            files_before_vacuum = _files(path)[0]
+            spark.sql(f"VACUUM {delta_table(path)}{retain}")
+            report.vacuumed = files_before_vacuum - _files(path)[0]
         _checkpoint(spark, path)
         _measure(lake_dir, name, report)
     report.seconds = round(time.perf_counter() - start, 2)
     return report
 
 
-def _measure(lake_dir: str, name: str, report: TableReport) -> set[str]:
-    """Add the table's files and bytes (active, on disk, in its log) to `report`; its table features."""
-    files, size, features = deltars.detail(lake_dir, name)
+def _measure(lake_dir: str, name: str, report: TableReport) -> deltars.Detail:
+    """Add the table's files and bytes (active, on disk, in its log) to `report`; its detail."""
+    detail = deltars.detail(lake_dir, name)
     on_disk, log_files = _files(table_path(lake_dir, name))
-    report.files.append(files)
-    report.bytes.append(size)
+    report.files.append(detail.files)
+    report.bytes.append(detail.bytes)
     report.on_disk.append(on_disk)
     report.log_files.append(log_files)
-    return features
+    return detail
+
+
+def _vacuum_due(path: str, detail: deltars.Detail, retain_hours: float | None) -> bool:
+    """Whether VACUUM may delete anything: it deletes no file written within the retention,
+    so a table whose every file (its log aside) is younger is not vacuumed — a Spark query
+    of several jobs and two commits saved. A table with a retention of its own is."""
+    if retain_hours is None and RETENTION_PROPERTY in detail.properties:
+        return True
+    hours = DELTA_RETAIN_HOURS if retain_hours is None else retain_hours
+    return files.holds_older(path, time.time() - hours * 3600, "_delta_log")
 
 
 def _rewrite(spark: SparkSession, statement: str, report: TableReport) -> None:
