@@ -1,6 +1,7 @@
 """What maintenance and the Airflow DAGs accept: a VACUUM retention under Delta's 168 h
 only with `correlake maintain --force`, Airflow Variables only in the allowed root
-(CORRELAKE_ALLOWED_ROOT); what makes a table worth vacuuming. The DAGs' tasks themselves: tests/integration/test_airflow_dag.py."""
+(CORRELAKE_ALLOWED_ROOT); what makes a table worth vacuuming. The DAGs' tasks themselves:
+tests/integration/test_airflow_dag.py."""
 
 from __future__ import annotations
 
