@@ -106,6 +106,10 @@ class StagedRun:
         """A frame an earlier stage of this run put in the store."""
         return self.store.get(self.spark, name)
 
+    def touched_set(self) -> set[tuple[str, str]]:
+        """The (tenant_id, correlation_key) the run touched, fetched: a small run's few."""
+        return set(deltars.tuples(self.frame("touched_keys").select(*SCOPE).toArrow()))
+
     def history(self, name: str) -> DataFrame | None:
         """A lake table as of the run's snapshot; None if it did not exist."""
         version = self.plan.versions[name]
@@ -172,8 +176,7 @@ class StagedRun:
         restating = any(w.how in (How.MERGE, How.REFRESH) for w in plan.writes)  # a first run, a rebuild: none
         touched = None
         if restating:  # a small run's as a set: its MERGEs' sources are computed on the driver (`lake/restate.py`)
-            keys = self.frame("touched_keys").select(*SCOPE)
-            touched = set(deltars.tuples(keys.toArrow())) if self._small else _hinted(keys)
+            touched = self.touched_set() if self._small else _hinted(self.frame("touched_keys").select(*SCOPE))
         run_concurrently([lambda w=w: self._write_table(w, touched) for w in plan.writes])
         meta.record_run(self.lake_dir, self.result.runs_row())
 

@@ -134,15 +134,12 @@ def _gold(run: StagedRun) -> None:
 def _outbox(run: StagedRun) -> None:
     """The outbox events that make the outbox agree with gold after this run (a small run
     looks its touched keys' events up by key)."""
-    touched = run.frame("touched_keys").select(*SCOPE)
-
     def keyed() -> DataFrame | None:  # asked for only where it can stand for the outbox's join
-        keys = {(row.tenant_id, row.correlation_key) for row in touched.collect()}
-        return of_keys(run.spark, run.lake_dir, run.plan.versions["outbox"], keys)
+        return of_keys(run.spark, run.lake_dir, run.plan.versions["outbox"], run.touched_set())
 
     events, run.result.outbox_backfilled = new_events(
         run.spark, run.history, run.run_id, run.result.as_of, lambda: run.as_of_before, run.frame("correlations"),
-        touched, run.result.rebuild, keyed if run.result.path == "small" else None)
+        run.frame("touched_keys").select(*SCOPE), run.result.rebuild, keyed if run.result.path == "small" else None)
     run.result.outbox_events = run.store.put("outbox", events).count()
 
 
