@@ -135,6 +135,18 @@ def test_retries_then_acknowledged_and_the_key_waits(lake, receiver, capsys):
                      (3, "RETRY", "HTTP 429 Too Many Requests"), (4, "ACK", "HTTP 200 OK")]
 
 
+@pytest.mark.parametrize("status", [408, 425])
+def test_408_and_425_are_retried_not_rejected(lake, receiver, status):
+    """Contract *Webhook*: 408 and 425 are recoverable like 429 and 5xx (retried with
+    back-off), not a rejection that would cancel the event's group."""
+    head = EVENT[(TENANT, "order-1", 1)]
+    receiver.script[head] = [status]
+    assert deliver(lake, receiver, *FAST_RETRY)[0] == 0
+    assert statuses(lake) == {"ACKED": len(ROWS)} and state(lake)[head]["attempts"] == 2
+    assert [a["outcome"] for a in attempts(lake) if a["event_id"] == head] == ["RETRY", "ACK"]
+    assert receiver.sequences()[(TENANT, "order-1")] == [1, 1, 2, 3]
+
+
 def test_a_503_in_the_middle_of_a_chain_holds_the_rest_of_it(lake, receiver, capsys):
     """A key's chain goes in one batch; its second event answered 503: the third is not sent
     (HELD, no attempt) until the second is acknowledged; the other keys go on."""
