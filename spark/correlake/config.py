@@ -20,7 +20,7 @@ Environment variables:
                             process; driver/kept.py)
   CORRELAKE_KEEP_DRIVER_WARM_UP  increments a kept driver runs on a lake of its own once idle a
                             minute, to JIT-warm the next runs (default 0: no CPU between calls)
-  CORRELAKE_WEBHOOK_SECRET  the webhook sink's HMAC-SHA256 key (never printed nor logged)
+  CORRELAKE_WEBHOOK_SECRET  the webhook's Standard Webhooks signing secret, whsec_… (never printed)
   CORRELAKE_ALLOWED_ROOT    the folders (absolute, ':'-separated) the Airflow DAGs' landing and
                             lake (their Variables) must be in (default: CORRELAKE_HOME)
   CORRELAKE_RUN_PATH        `auto` (default: a run's size decides), `small` or `spark` (design.md)

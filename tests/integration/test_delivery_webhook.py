@@ -9,6 +9,7 @@ key, each its own line (`#<message_key>`, contract revision 3)."""
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import json
@@ -24,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from deltalake import DeltaTable
+from standardwebhooks.webhooks import Webhook
 from support.delivery_helpers import TENANT, Receiver, by_key_alone, event, not_in_sequence, out_of_order, write_outbox
 
 from correlake.config import table_path
@@ -234,16 +236,18 @@ def test_a_second_pass_at_the_same_time_sends_nothing(lake, receiver, capsys):
 
 
 def test_signature_verifies_and_the_secret_is_never_shown(lake, receiver, capsys, monkeypatch):
-    secret = "s3cret-of-the-hook"
+    key = b"k3y-of-the-hook-32-bytes-long..."
+    secret = "whsec_" + base64.b64encode(key).decode()  # Standard Webhooks' form (contract revision 4)
     monkeypatch.setenv("CORRELAKE_WEBHOOK_SECRET", secret)
     receiver.script[EVENT[(TENANT, "order-0", 1)]] = [500]
     code, out = deliver(lake, receiver, *FAST_RETRY, capsys=capsys)
     assert code == 0
-    for headers, body in receiver.headers:
-        want = "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+    for headers, body in receiver.headers:  # each attempt, the retried one's too, checked by the scheme's library
+        assert Webhook(secret).verify(body, headers)["event_id"] == headers["webhook-id"]
+        want = "sha256=" + hmac.new(key, body, hashlib.sha256).hexdigest()
         assert hmac.compare_digest(headers["X-Correlake-Signature"], want)
     shown = out + capsys.readouterr().err + repr(attempts(lake)) + repr(state(lake))
-    assert secret not in shown
+    assert secret[6:] not in shown
 
 
 def test_usage_errors_exit_2_and_hide_passwords(lake, receiver, capsys, tmp_path):
