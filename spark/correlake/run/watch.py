@@ -43,10 +43,11 @@ class Watch:
     failed_on: frozenset = frozenset()  # the new files a gate failed on: not run again alone
     last_note: str | None = None
 
-    def tick(self) -> None:
-        """A run if something is new, then a pass."""
+    def tick(self, stop: threading.Event) -> None:
+        """A run if something is new, then a pass, unless `stop` came during the run: each
+        is a step, and a stop ends the watch after the step in progress."""
         self.run_step()
-        if self.deliver is not None:
+        if self.deliver is not None and not stop.is_set():
             self.pass_step()
 
     def run_step(self) -> RunResult | None:
@@ -66,7 +67,8 @@ class Watch:
             self._line(f"run: FAILED, nothing published; it runs again with the next new file — {exc}")
             return None
         self.failed_on = frozenset()
-        self._line(f"run {result.run_id or '(statuses)'}: {result.records_read} records "
+        rolled_back = f"rolled back the unfinished run {result.rolled_back} first, " if result.rolled_back else ""
+        self._line(f"run {result.run_id or '(statuses)'}: {rolled_back}{result.records_read} records "
                    f"({result.quarantined_total} quarantined), {result.correlations} correlations, "
                    f"{result.outbox_events} events to deliver, {time.perf_counter() - started:.1f} s"
                    + (f" (path {result.path})" if result.path else ""))
@@ -93,9 +95,9 @@ class Watch:
 
 def watch(settings: Watch, stop: threading.Event, clock: Callable[[], float] = time.monotonic) -> None:
     """Tick every `settings.every` seconds (a tick that took longer is followed at once)
-    until `stop` is set; a stop during a tick ends the loop after it."""
+    until `stop` is set; a stop during a tick ends the loop after the step in progress."""
     while not stop.is_set():
         started = clock()
-        settings.tick()
+        settings.tick(stop)
         while not stop.is_set() and clock() - started < settings.every:
             stop.wait(min(STOP_POLL_SECONDS, settings.every - (clock() - started)))
