@@ -1,32 +1,5 @@
-"""All configuration in one place: defaults, overridable from the environment.
-
-Environment variables:
-  CORRELAKE_HOME            state folder (default: the checkout's .local; installed: ~/.local/state/correlake)
-  CORRELAKE_JARS            folder with the Delta JARs (default: $CORRELAKE_HOME/jars)
-  CORRELAKE_S3_JARS         folder with the JARs of s3a:// (scripts/setup.sh --s3; default:
-                            $CORRELAKE_HOME/jars-s3; without them, no s3a://)
-  CORRELAKE_S3_ENDPOINT     an S3-compatible server's URL (default: AWS's own); credentials
-                            are AWS's environment variables (docs/configuration.md)
-  CORRELAKE_SPARK_MASTER    Spark master (default: local[*])
-  CORRELAKE_SPARK_CONF      extra Spark conf, "k1=v1,k2=v2"
-  CORRELAKE_SPARK_BIND_ADDRESS   address the Spark driver listens on and gives its executors
-                            (default: 127.0.0.1, nothing reachable from the network; for a
-                            cluster, an address of this host its executors reach)
-  CORRELAKE_SHUFFLE_PARTITIONS, CORRELAKE_DRIVER_MEMORY
-  CORRELAKE_MAX_QUARANTINE_RATIO   default gate threshold (0.01)
-  CORRELAKE_DRIVER          socket of a long-lived driver (`correlake serve`) to run on
-  CORRELAKE_KEEP_DRIVER     without CORRELAKE_DRIVER: seconds the driver a run starts and leaves
-                            behind waits for the next run (default 7200; 0: each run in its own
-                            process; driver/kept.py)
-  CORRELAKE_KEEP_DRIVER_WARM_UP  increments a kept driver runs on a lake of its own once idle a
-                            minute, to JIT-warm the next runs (default 0: no CPU between calls)
-  CORRELAKE_WEBHOOK_SECRET  the webhook's Standard Webhooks signing secret, whsec_… (never printed)
-  CORRELAKE_ALLOWED_ROOT    the folders (absolute, ':'-separated) the Airflow DAGs' landing and
-                            lake (their Variables) must be in (default: CORRELAKE_HOME)
-  CORRELAKE_RUN_PATH        `auto` (default: a run's size decides), `small` or `spark` (design.md)
-  CORRELAKE_DELIVERY_DELAY  seconds a correlation waits, after its time, before a run puts
-                            its event in the outbox (default 0; for lakes that expect late data)
-  CORRELAKE_PROGRESS        1: a line per step of long work on stderr; 0: none (default: on a terminal)
+"""All configuration in one place: defaults, overridable from the environment variables
+that docs/configuration.md lists, each read and checked here.
 
 The constants below are fixed defaults (tests patch them), e.g. the lake lock's heartbeat
 (LOCK_HEARTBEAT_SECONDS) and stale time (LOCK_STALE_SECONDS): docs/lake.md.
@@ -118,7 +91,8 @@ DELIVERY_MAX_SECONDS = 60.0  # a pass starts no new batch after this long
 DELIVERY_COMPACT_FILES = 64  # a delivery table with more files than this is compacted at a pass's end
 DELIVERY_RETAIN_DAYS = 30  # `correlake maintain` removes the attempts of events final for longer
 WEBHOOK_TIMEOUT_SECONDS = 10.0  # one POST's connect and response time
-WEBHOOK_SECRET_ENV = "CORRELAKE_WEBHOOK_SECRET"
+WEBHOOK_SECRET_ENV = "CORRELAKE_WEBHOOK_SECRET"  # the webhook's signing secret; each secret also from NAME_FILE
+SINK_PASSWORD_ENV = "CORRELAKE_SINK_PASSWORD"  # the password of the sink URL's user, for a URL without one
 GOLD_TABLES = ("correlations", "messages", "subscriptions", "message_started_instances")
 # Silver's tables that MERGEs restate mark replaced rows in deletion vectors instead of
 # rewriting files. The contract's tables (bronze, quarantine, gold) have none: that table
@@ -186,6 +160,21 @@ class S3Settings:
     client itself and never put in a configuration correlake prints or passes on."""
     endpoint: str | None = field(default_factory=lambda: _env("CORRELAKE_S3_ENDPOINT"))  # None: AWS's own
     region: str = field(default_factory=lambda: _env("AWS_REGION", _env("AWS_DEFAULT_REGION", "us-east-1")))
+
+
+def secret(name: str) -> str | None:
+    """The secret in the environment variable `name`, or in the file that `name`_FILE names
+    (its text less the line end); None when neither is set. Errors name the source only."""
+    value, path = _env(name), _env(f"{name}_FILE")
+    if value is not None and path is not None:
+        raise ConfigError(f"{name} and {name}_FILE are both set: give the secret once")
+    if path is None:
+        return value
+    try:
+        return Path(path).read_text().rstrip("\r\n") or None
+    except (OSError, UnicodeError) as exc:
+        raise ConfigError(f"{name}_FILE: cannot read {path} ({getattr(exc, 'strerror', None) or type(exc).__name__})"
+                          ) from None
 
 
 def parse_conf(text: str) -> dict:
@@ -288,6 +277,7 @@ def validate() -> None:
     allowed_roots()
     allowed_uris()
     delivery_delay_ms()
+    secret(WEBHOOK_SECRET_ENV), secret(SINK_PASSWORD_ENV)
 
 
 def is_uri(location: str | Path) -> bool:

@@ -496,6 +496,24 @@ def test_a_nack_in_the_middle_of_a_chain(broker, tmp_path, capsys):
     assert_exactly_once_in_order(ledger, outbox_events(rows))
 
 
+def test_the_brokers_password_from_a_file_not_the_command_line(broker, outbox_lake, tmp_path, monkeypatch, capsys):
+    """`--amqp-url` names the user only, the password is in the file CORRELAKE_SINK_PASSWORD_FILE
+    names: the broker takes it; a wrong one is a refused login (exit 2) that never shows it."""
+    user_only = broker.url.replace("guest:guest@", "guest@")
+    wrong, right = tmp_path / "wrong", tmp_path / "right"
+    wrong.write_text("n0t-the-Pa55\n")
+    right.write_text("guest\n")
+    monkeypatch.setenv("CORRELAKE_SINK_PASSWORD_FILE", str(wrong))
+    assert deliver(outbox_lake, user_only) == 2
+    shown = capsys.readouterr()
+    assert "refused the login" in shown.err and "n0t-the-Pa55" not in shown.out + shown.err
+    monkeypatch.setenv("CORRELAKE_SINK_PASSWORD_FILE", str(right))
+    assert deliver(outbox_lake, user_only) == 0
+    assert delivery_statuses(outbox_lake) == {"ACKED": len(OUTBOX)}
+    assert deliver(outbox_lake, broker.url) == 2  # a password in the URL as well: which one is meant?
+    assert "names its user and no password" in capsys.readouterr().err
+
+
 def test_a_partition_change_waits_until_the_old_queues_are_drained(broker, outbox_lake, tmp_path, capsys):
     """Events routed by 4 partitions wait in their queues: a pass with 2 sends nothing; once
     a consumer emptied them, it sends each key's next event, and t2's first of every 4th key,

@@ -250,6 +250,26 @@ def test_signature_verifies_and_the_secret_is_never_shown(lake, receiver, capsys
     assert secret[6:] not in shown
 
 
+def test_credentials_from_files_none_on_the_command_line(lake, receiver, capsys, monkeypatch, tmp_path):
+    """The URL names the user only: the Basic password and the signing secret come from the
+    files CORRELAKE_SINK_PASSWORD_FILE and CORRELAKE_WEBHOOK_SECRET_FILE name, and neither is shown."""
+    password, secret = "pa55:w/rd é", "whsec_" + base64.b64encode(b"s" * 32).decode()
+    for name, value in (("CORRELAKE_SINK_PASSWORD", password), ("CORRELAKE_WEBHOOK_SECRET", secret)):
+        (tmp_path / name).write_text(value + "\n")
+        monkeypatch.setenv(f"{name}_FILE", str(tmp_path / name))
+    code = cli.main(["deliver", "--lake", lake, "--sink", "webhook", "--url", receiver.url.replace("://", "://hook@")])
+    shown = capsys.readouterr()
+    assert code == 0 and statuses(lake) == {"ACKED": len(ROWS)}
+    basic = "Basic " + base64.b64encode(f"hook:{password}".encode()).decode()
+    for headers, body in receiver.headers:
+        assert headers["Authorization"] == basic and Webhook(secret).verify(body, headers)
+    recorded = shown.out + shown.err + repr(attempts(lake)) + repr(state(lake))
+    assert password not in recorded and secret[6:] not in recorded
+    monkeypatch.setenv("CORRELAKE_WEBHOOK_SECRET", secret)  # and in its file: which one is meant?
+    assert deliver(lake, receiver) == (2, "")
+    assert "CORRELAKE_WEBHOOK_SECRET and CORRELAKE_WEBHOOK_SECRET_FILE are both set" in capsys.readouterr().err
+
+
 def test_usage_errors_exit_2_and_hide_passwords(lake, receiver, capsys, tmp_path):
     assert cli.main(["deliver", "--lake", lake, "--sink", "webhook", "--url", "ftp://u:pw@host/x"]) == 2
     err = capsys.readouterr().err

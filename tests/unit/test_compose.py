@@ -19,6 +19,7 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -319,3 +320,19 @@ def test_no_secret_is_written_in_the_file():
     assert checked
     assert "docker/.env" in (ROOT / ".gitignore").read_text().splitlines()
     assert "docker/.env" in (ROOT / ".dockerignore").read_text().splitlines()
+
+
+def test_no_command_line_holds_a_password_and_the_watch_reads_the_brokers_from_a_secret_file(services):
+    """A command line is seen by every user of the host (`ps`): the `watch` service names the
+    broker's user only, its password comes from a Compose secret (a file) of the same
+    required variable as the broker's own."""
+    for name, service in services.items():
+        assert not URL_PASSWORD.search(" ".join(command_line(service))), name
+    watch = services["watch"]
+    line = command_line(watch)
+    url = urlsplit(line[line.index("--amqp-url") + 1])
+    assert (url.username, url.password, url.hostname) == ("correlake", None, "rabbitmq")
+    path = Path(watch["environment"][config.SINK_PASSWORD_ENV + "_FILE"])
+    assert path.parent == Path("/run/secrets") and watch["secrets"] == [path.name]
+    assert yaml.safe_load(COMPOSE.read_text())["secrets"][path.name] == {"environment": "RABBITMQ_PASSWORD"}
+    assert services["rabbitmq"]["environment"]["RABBITMQ_DEFAULT_PASS"].startswith("${RABBITMQ_PASSWORD:?")

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import re
 import time
-import urllib.parse
 
 import pika
 from pika.exceptions import AMQPError
 
 from correlake.delivery.amqp import Gone, Link
 from correlake.delivery.events import ACK, HELD, REJECT, RETRY, Event, Outcome
+from correlake.delivery.sinks import masked
 from correlake.errors import DeliveryError
 
 EXCHANGE = "correlake.correlations"
@@ -35,16 +35,6 @@ def routing_key(partition: int) -> str:
     return f"p{partition}"
 
 
-def safe_url(amqp_url: str) -> str:
-    """The URL without its password (what error messages may show)."""
-    parts = urllib.parse.urlsplit(amqp_url)
-    if parts.password is None:
-        return amqp_url
-    netloc = parts.netloc.rsplit("@", 1)[1]
-    user = f"{parts.username}:***@" if parts.username else ":***@"
-    return urllib.parse.urlunsplit(parts._replace(netloc=user + netloc))
-
-
 class RabbitMQSink:
     """The `rabbitmq` sink (contract, *Delivery*). Outcomes: confirmed → ACK; nacked, returned
     unroutable, connection lost, broker unreachable or silent → RETRY; a body over the broker's
@@ -54,9 +44,9 @@ class RabbitMQSink:
         try:
             self._params = pika.URLParameters(amqp_url)
         except Exception as error:  # pika raises ValueError and others on a malformed URL
-            raise DeliveryError(f"bad AMQP URL {safe_url(amqp_url)}: {error}") from None
+            raise DeliveryError(f"bad AMQP URL {masked(amqp_url)}: {error}") from None
         self._password = self._params.credentials.password
-        self._where = safe_url(amqp_url)
+        self._where = masked(amqp_url)
         self.timeout, self.window = timeout, window
         self._partitions: int | None = None
         self._link: Link | None = None

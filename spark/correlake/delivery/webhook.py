@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlsplit
 
 from correlake.config import WEBHOOK_TIMEOUT_SECONDS
 from correlake.delivery.events import ACK, HELD, REJECT, RETRY, Event, Outcome
+from correlake.delivery.sinks import masked
 from correlake.errors import DeliveryError
 
 RECOVERABLE = frozenset({408, 425, 429})
@@ -27,15 +28,6 @@ DETAIL_CHARS = 200  # of a response's body, in delivery/attempts' `detail`
 # A kept-alive connection the server closed meanwhile fails before any answer: sent again
 # at once on a new connection rather than counted as a failed attempt.
 STALE_CONNECTION = (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError)
-
-
-def masked(url: str) -> str:
-    """The URL with its password (if any) as `***`: what may be printed or logged."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rpartition("@")[2]
-    return parts._replace(netloc=f"{parts.username}:***@{host}").geturl()
 
 
 def signing_key(secret: str) -> bytes:

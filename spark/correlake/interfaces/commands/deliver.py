@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 
 from correlake import config, progress
 from correlake.config import progress_wanted
@@ -27,8 +26,10 @@ def add_parser(sub) -> argparse.ArgumentParser:
 def add_sink_options(parser: argparse.ArgumentParser, required: bool) -> None:
     """The sink and a pass's settings (`deliver`, and `watch`, where the sink is optional)."""
     parser.add_argument("--sink", required=required, choices=SINKS, help="where the events go")
-    parser.add_argument("--url", help="the webhook's URL (http:// or https://); secret: $" + config.WEBHOOK_SECRET_ENV)
-    parser.add_argument("--amqp-url", help="the RabbitMQ broker (amqp:// or amqps://)")
+    parser.add_argument("--url", help="the webhook's URL (http:// or https://); signing secret: $"
+                        f"{config.WEBHOOK_SECRET_ENV}[_FILE]; its user's password: ${config.SINK_PASSWORD_ENV}[_FILE]")
+    parser.add_argument("--amqp-url", help="the RabbitMQ broker (amqp:// or amqps://); its user's password: $"
+                        f"{config.SINK_PASSWORD_ENV}[_FILE]")
     parser.add_argument("--partitions", type=options.positive, default=config.DELIVERY_PARTITIONS, metavar="N",
                         help="route each ordering key to one of N partitions (default %(default)s)")
     parser.add_argument("--max-seconds", type=options.seconds, default=config.DELIVERY_MAX_SECONDS,
@@ -45,11 +46,13 @@ def add_sink_options(parser: argparse.ArgumentParser, required: bool) -> None:
 
 
 def opened_sink(args: argparse.Namespace):
-    """The sink the options name, opened (a context manager); UsageError without its URL."""
+    """The sink the options name, opened (a context manager), with the secrets of the
+    environment or their files; UsageError without its URL."""
     url = args.url if args.sink == "webhook" else args.amqp_url
     if not url:
         raise UsageError(f"--sink {args.sink} needs {'--url' if args.sink == 'webhook' else '--amqp-url'}")
-    return open_sink(args.sink, url, os.environ.get(config.WEBHOOK_SECRET_ENV), args.timeout)
+    return open_sink(args.sink, url, config.secret(config.WEBHOOK_SECRET_ENV), args.timeout,
+                     password=config.secret(config.SINK_PASSWORD_ENV))
 
 
 def pass_settings(args: argparse.Namespace, requeue=None):

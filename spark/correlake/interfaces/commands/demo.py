@@ -45,20 +45,22 @@ def main(args: argparse.Namespace) -> int:
 def _deliver(root: Path, lake: str) -> None:
     """A delivery pass to `examples/consumers/webhook_receiver.py`, run for the pass on a
     free loopback port with its ledger in the demo folder (docs/delivery.md)."""
+    import os
     import sqlite3
     import subprocess
     import sys
 
-    from correlake.config import data_dir
+    from correlake.config import WEBHOOK_SECRET_ENV, data_dir, secret
     from correlake.delivery import deliver as delivery
     from correlake.delivery.sinks import open_sink
 
-    ledger = root / "receiver.sqlite"
+    ledger, signing = root / "receiver.sqlite", secret(WEBHOOK_SECRET_ENV)
     receiver = subprocess.Popen([sys.executable, str(data_dir("examples/consumers") / "webhook_receiver.py"),
-                                 str(ledger), "--port", "0"], stderr=subprocess.PIPE, text=True)
+                                 str(ledger), "--port", "0"], stderr=subprocess.PIPE, text=True,
+                                env={**os.environ, WEBHOOK_SECRET_ENV: signing or ""})  # both sign, or neither
     try:
         url = receiver.stderr.readline().split()[3]  # "webhook receiver on http://127.0.0.1:<port>/ (…)"
-        with open_sink("webhook", url) as sink:
+        with open_sink("webhook", url, signing) as sink:
             result = delivery.deliver(lake, sink, delivery.Settings())
     finally:
         receiver.terminate()
