@@ -17,7 +17,7 @@ from support.helpers import sorted_gold, versions, write_jsonl
 
 from correlake.config import GOLD_TABLES, table_path
 from correlake.lake.tables import version
-from correlake.run.store import staged_runs_dir
+from correlake.run.store import staged_run, staged_runs_dir
 
 DAG_FILES = [str(Path(__file__).resolve().parents[2] / "dags" / f"{name}.py")
              for name in ("correlake_hourly", "correlake_maintenance", "correlake_delivery")]
@@ -151,20 +151,57 @@ def test_a_param_the_dag_does_not_take_fails_the_run_before_anything_runs(correl
     assert _gold_versions(lake) == before
 
 
-def test_a_task_cleared_alone_after_its_run_was_dropped_fails_without_retry(tmp_path):
+class TaskInstance:  # what a task reads of its TaskInstance: prepare's XCom
+    def __init__(self, xcom):
+        self.xcom = xcom
+
+    def xcom_pull(self, task_ids):
+        return self.xcom
+
+
+@pytest.fixture
+def configured_lake(tmp_path, monkeypatch) -> Path:
+    """The Airflow Variables' lake (and landing) in an allowed root of their own."""
+    monkeypatch.setenv("CORRELAKE_ALLOWED_ROOT", str(tmp_path))
+    monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LANDING", str(tmp_path / "landing"))
+    monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LAKE", str(tmp_path / "lake"))
+    return tmp_path / "lake"
+
+
+def test_a_task_cleared_alone_after_its_run_was_dropped_fails_without_retry(configured_lake):
     """A gate that failed dropped its staged run: clearing a later task alone cannot work."""
     from airflow.sdk.exceptions import AirflowFailException
 
     from correlake.interfaces import airflow_tasks
 
-    class TaskInstance:  # what a task reads of its TaskInstance: prepare's XCom
-        def xcom_pull(self, task_ids):
-            return {"run_id": "20261124T000000Z-gone", "lake": str(tmp_path)}
-
+    ti = TaskInstance({"run_id": "20261124T000000Z-0000900d", "lake": str(configured_lake)})
     for call in (lambda c: airflow_tasks.stage(c, "silver"), lambda c: airflow_tasks.gate(c, "silver"),
                  airflow_tasks.publish):
         with pytest.raises(AirflowFailException, match="no longer staged .* clear this DAG run from 'prepare'"):
-            call({"ti": TaskInstance(), "params": {"dry_run": False}})
+            call({"ti": ti, "params": {"dry_run": False}})
+
+
+def test_a_tampered_xcom_deletes_nothing(configured_lake, tmp_path):
+    """prepare's XCom is checked again before a task drops the staged run it names: a run id
+    that is a path (`../..`), or a lake other than the configured one, fails the task for good
+    and deletes nothing, though a staged run's plan is where they point."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from correlake.interfaces import airflow_tasks
+
+    other_lake, run_id = tmp_path / "other-lake", "20261124T000000Z-0000900d"
+    victims = [tmp_path / "victim", other_lake / "_state" / "runs" / run_id]
+    for folder in victims:
+        folder.mkdir(parents=True)
+        (folder / "plan.json").write_text("{}")  # what `has_plan` looks for
+    (configured_lake / "_state" / "runs").mkdir(parents=True)
+    for xcom in ({"run_id": "../../../victim", "lake": str(configured_lake)},
+                 {"run_id": run_id, "lake": str(other_lake)}, {"run_id": run_id}, "not a run", None):
+        with pytest.raises(AirflowFailException, match="prepare's XCom is not a run of the configured lake"):
+            airflow_tasks.publish({"ti": TaskInstance(xcom), "params": {"dry_run": True}})  # a dry run drops it
+    with pytest.raises(ValueError, match="not a run id"):  # and where a run is staged, for any caller
+        staged_run(str(configured_lake), "../../../victim")
+    assert all((folder / "plan.json").exists() for folder in victims)
 
 
 def test_a_dry_run_passes_the_gates_and_publishes_nothing(correlake_dag, airflow_run, bad_landing_file):

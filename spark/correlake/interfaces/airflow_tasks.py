@@ -25,7 +25,7 @@ from correlake.errors import CorrelakeError, UsageError
 from correlake.lake import preflight
 from correlake.quality.gates import GateFailed
 from correlake.run import maintenance, stepwise
-from correlake.run.result import RunResult
+from correlake.run.result import RunResult, is_run_id
 from correlake.run.store import staged_run
 from correlake.run.summary import findings, summary
 from correlake.text import escape_lines
@@ -84,7 +84,16 @@ def as_of_millis(as_of: str | None, run_type: str, data_interval_end) -> int | N
 
 
 def _run(context) -> dict:
-    return context["ti"].xcom_pull(task_ids="prepare")
+    """`prepare`'s XCom, checked again before a task reads or drops the run it names (others
+    than this DAG may write XCom): a run id as `prepare` makes them, of the configured lake;
+    else the task fails for good, nothing touched."""
+    run = context["ti"].xcom_pull(task_ids="prepare")
+    with for_good():
+        lake = locations()[1]
+    if not (isinstance(run, dict) and run.get("lake") == lake and is_run_id(run.get("run_id"))):
+        raise AirflowFailException(f"prepare's XCom is not a run of the configured lake {lake} (Airflow Variable "
+                                   "correlake_lake): refused, nothing read or deleted")
+    return run
 
 
 def _staged_run(context) -> dict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -120,3 +121,8 @@ class RunResult:
 
 def new_run_id() -> str:
     return f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{uuid.uuid4().hex[:8]}"
+
+
+def is_run_id(text) -> bool:
+    """Whether `text` is an id as `new_run_id` makes them (a name, never a path)."""
+    return isinstance(text, str) and re.fullmatch(r"\d{8}T\d{6}Z-[0-9a-f]{8}", text) is not None

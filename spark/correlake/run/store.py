@@ -19,7 +19,7 @@ from correlake.config import (
 )
 from correlake.lake.files import folder_ages, remove_tree, state
 from correlake.lake.landing import LandingFile
-from correlake.run.result import RunResult
+from correlake.run.result import RunResult, is_run_id
 
 
 @dataclass
@@ -126,7 +126,10 @@ def staged_runs_dir(lake: str) -> str:
 
 
 def staged_run(lake: str, run_id: str) -> DiskStore:
-    """Where run `run_id` of the lake is staged."""
+    """Where run `run_id` of the lake is staged; ValueError for what is not a run id (which
+    could name a folder elsewhere: `../..`)."""
+    if not is_run_id(run_id):
+        raise ValueError(f"not a run id: {str(run_id)[:80]!r}")
     return DiskStore(lake, run_id)
 
 
