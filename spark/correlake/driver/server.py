@@ -8,9 +8,10 @@ answers) it runs in this process. Either way the same functions run, on the same
 under the same lock and journal: a driver killed mid-run is a crashed run.
 
 The driver serves one call at a time; the others wait. It listens on a Unix socket
-(mode 0600) and accepts only clients that hold its key (`<socket>.key`, mode 0600) and
-send their call within DRIVER_HANDSHAKE_SECONDS (a silent client does not stall it). A
-caller uses only a socket and key of its own user that no one else can write.
+(mode 0600), in folders no other user can write, and accepts only clients of its own user
+(SO_PEERCRED) that hold its key (`<socket>.key`, mode 0600) and send their call within
+DRIVER_HANDSHAKE_SECONDS (a silent client does not stall it). A caller uses only a socket
+and key of its own user that no one else can write, served by a process of its user.
 A caller that goes away mid-call (killed, timed out) stops its call: the driver cancels
 it as Ctrl-C would, and the call's writes roll back.
 """
@@ -158,6 +159,9 @@ def serve(address: Path, warm_up_rounds: int, idle_seconds: float = 0) -> None:
             try:
                 conn = accept(listener)
             except OSError:
+                continue
+            except DriverError as refused:  # another user's process
+                print(f"correlake driver: {refused}", flush=True)
                 continue
             with conn:
                 try:
