@@ -377,6 +377,43 @@ def test_a_hidden_file_or_folder_is_not_recorded_as_ingested_and_is_read_once_re
     assert sorted(r["position"] for r in table(spark, lake_dir, "bronze_messages").collect()) == [1, 2, 3]
 
 
+def test_a_file_that_grows_in_place_gives_its_new_lines_once_and_its_old_ones_not_again(spark, tmp_path):
+    """A producer appends to a.jsonl (its last line half written when the first run read it)
+    and a gzip member to b.jsonl.gz: the next run reads their new lines (the half line
+    whole), none of the earlier ones again: each position once in bronze, no replay."""
+    landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
+    a = write_jsonl(landing / "messages" / "a.jsonl", [m(1), "", m(2)])
+    whole = json.dumps(m(3)) + "\n"
+    with open(a, "a") as f:
+        f.write(whole[:10])  # half of line 4
+    b = write_jsonl(landing / "messages" / "b.jsonl", [m(10)], gz=True)
+    w = write_jsonl(landing / "workflow_events" / "w.jsonl", [
+        {"position": 1, "type": "SUBSCRIPTION_OPENED", "timestamp": T0, "bpmn_process_id": "p",
+         "process_instance_key": "i", "element_instance_key": "e", "element_type": "RECEIVE_TASK",
+         "message_name": "m", "correlation_key": "k"}])
+    first = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
+    sizes = [a.stat().st_size, b.stat().st_size]
+    assert (first.records_read, first.quarantined_total) == (5, 1)  # the half line: invalid JSON, as read then
+    with open(a, "a") as f:
+        f.write(whole[10:] + json.dumps(m(4)) + "\n")
+    with open(b, "ab") as f:
+        f.write(gzip.compress((json.dumps(m(11)) + "\n").encode()))
+    second = pipeline.run(spark, str(landing), lake_dir)
+    assert (second.records_read, second.replays, second.quarantined_total) == (3, 0, 0)
+    bronze = sorted((r["position"], r["_line"], r["_is_replay"]) for r in table(spark, lake_dir, "bronze_messages")
+                    .collect())
+    assert bronze == [(1, 1, False), (2, 3, False), (3, 4, False), (4, 5, False), (10, 1, False), (11, 2, False)]
+    assert [(r["_line"], r["raw"]) for r in table(spark, lake_dir, "quarantine").collect()] == [(4, whole[:10])]
+    lines = sorted((r["path"].rsplit("/", 1)[1], r["size"], r["lines"])
+                   for r in table(spark, lake_dir, "ingested_files").collect())
+    assert lines == sorted([("a.jsonl", sizes[0], 3), ("a.jsonl", a.stat().st_size, 2), ("b.jsonl.gz", sizes[1], 1),
+                            ("b.jsonl.gz", b.stat().st_size, 1), ("w.jsonl", w.stat().st_size, 1)])
+    gold = table(spark, lake_dir, "messages")
+    assert sorted(r["message_key"] for r in gold.collect()) == [1, 2, 3, 4, 10, 11]
+    assert [r["message_key"] for r in table(spark, lake_dir, "correlations").collect()] == [1]  # the first of key k
+    assert pipeline.run(spark, str(landing), lake_dir).nothing_new
+
+
 def test_an_unexpected_error_exits_3_not_as_a_failed_gate_here_and_on_a_driver(tmp_path, capsys, monkeypatch):
     from correlake.driver import client, protocol, server
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
@@ -31,6 +31,7 @@ class LandingFile:
     size: int
     modified_at: int  # epoch millis
     root: str  # the landing folder's real path: the file's must lie in it when it is read
+    read_before: int = 0  # the size of an earlier version ingested (it grew since): its ended lines are not read again
 
     @property
     def identity(self) -> tuple:
@@ -263,5 +264,11 @@ def warning(notes: list[str], shown: int = 5) -> str | None:
 
 
 def new_files(landing: str | Path, ingested: set[tuple]) -> list[LandingFile]:
-    """Files whose (path, size, mtime) was not ingested before."""
-    return [f for f in list_files(landing) if f.identity not in ingested]
+    """Files whose (path, size, mtime) was not ingested before; one larger than the largest
+    version of its path ingested grew in place (a producer appended to it): that version's
+    size as its `read_before`."""
+    read = {}
+    for path, size, _ in ingested:
+        read[path] = max(read.get(path, 0), size)
+    return [replace(f, read_before=read.get(f.path, 0) if read.get(f.path, 0) < f.size else 0)
+            for f in list_files(landing) if f.identity not in ingested]

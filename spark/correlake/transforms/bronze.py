@@ -91,30 +91,69 @@ def _lines(file: BinaryIO) -> Iterator[tuple[bytes, bool, bool]]:
             yield head, ended, True
 
 
-def _text(raw: bytes) -> str:
+def _decoded(raw: bytes) -> str:
     return raw.decode("utf-8", errors="replace")
 
 
-def parse_file(stream: str, path: str, file: BinaryIO) -> Iterator[dict]:
-    """One parsed row per non-blank line of a landing file (gzip by suffix), read as a stream;
-    a line longer than MAX_LINE_BYTES: `line too long`, its first LONG_LINE_RAW_BYTES as `raw`.
+class _Limited(io.RawIOBase):
+    """The first `size` bytes of `file`: a landing file as listed, not what was appended since."""
+
+    def __init__(self, file: BinaryIO, size: int):
+        self._file, self._left = file, size
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        out = self._file.read(min(len(buffer), self._left)) if self._left > 0 else b""
+        buffer[:len(out)] = out
+        self._left -= len(out)
+        return len(out)
+
+
+def _limited(file: BinaryIO, size: int) -> BinaryIO:
+    return io.BufferedReader(_Limited(file, size), _GZIP_CHUNK)
+
+
+def _text(path: str, file: BinaryIO) -> tuple[BinaryIO, _Gunzip | None]:
+    """A landing file's text (inflated if its name says gzip), and its `_Gunzip` if any."""
+    gunzip = _Gunzip(file) if path.endswith(".gz") else None
+    return (file, None) if gunzip is None else (io.BufferedReader(gunzip, _GZIP_CHUNK), gunzip)
+
+
+def _ended_lines(file: LandingFile, settings: S3Settings | None) -> int:
+    """How many lines a line feed ended within the file's first `read_before` bytes: those
+    the run that read them took whole, before the file grew (or NotRead)."""
+    with open_file(file, _GZIP_CHUNK, settings) as opened:
+        text, ended = _text(file.path, _limited(opened, file.read_before))[0], 0
+        while chunk := text.read(_GZIP_CHUNK):
+            ended += chunk.count(b"\n")
+        return ended
+
+
+def parse_file(stream: str, path: str, file: BinaryIO, skip: int = 0) -> Iterator[dict]:
+    """One parsed row per non-blank line of a landing file (gzip by suffix), read as a stream,
+    after its first `skip` lines (read before it grew); a line longer than MAX_LINE_BYTES:
+    `line too long`, its first LONG_LINE_RAW_BYTES as `raw`.
     A gzip file that breaks off gives its lines up to there, then one row for the rest:
     the partial line, and why."""
-    gunzip = _Gunzip(file) if path.endswith(".gz") else None
+    text, gunzip = _text(path, file)
     number, partial = 0, None
-    for raw, ended, too_long in _lines(file if gunzip is None else io.BufferedReader(gunzip, _GZIP_CHUNK)):
+    for raw, ended, too_long in _lines(text):
         raw = raw[:-1] if raw.endswith(b"\r") and not too_long else raw  # CR-LF tolerated
         if not ended and gunzip is not None and gunzip.broken is not None:
             partial = raw
             break
         number += 1
+        if number <= skip:
+            continue
         row = {"stream": stream, "_source_file": path, "_line": number}
         if too_long:
-            yield {**row, "raw": _text(raw), "reason": LINE_TOO_LONG}
+            yield {**row, "raw": _decoded(raw), "reason": LINE_TOO_LONG}
             continue
         if not raw.strip(b" \t\r"):  # blank in JSON's sense: no record
             continue
-        row["raw"] = _text(raw)
+        row["raw"] = _decoded(raw)
         try:
             record, digest = parse_line(stream, raw)
         except BadRecord as exc:
@@ -125,7 +164,7 @@ def parse_file(stream: str, path: str, file: BinaryIO) -> Iterator[dict]:
         yield row
     if gunzip is not None and gunzip.broken is not None:
         yield {"stream": stream, "_source_file": path, "_line": number + 1 if number or partial else 0,
-               "raw": _text(partial) if partial else None,
+               "raw": _decoded(partial) if partial else None,
                "reason": f"unreadable gzip file{f' after line {number}' if number else ''}: {gunzip.broken}"}
 
 
@@ -134,12 +173,13 @@ def read_file(file: LandingFile, settings: S3Settings | None = None) -> Iterator
     that may not be read: one row, no `_line` and why as `reason` (a run does not count
     it as read, nor record it as ingested: `RunResult.count_lines`, `stages._bronze`)."""
     try:
+        skip = _ended_lines(file, settings) if file.read_before else 0
         opened = open_file(file, _GZIP_CHUNK, settings)
     except NotRead as exc:
         yield {"stream": file.stream, "_source_file": file.path, "_line": None, "reason": str(exc)}
         return
     with opened:
-        yield from parse_file(file.stream, file.path, opened)
+        yield from parse_file(file.stream, file.path, _limited(opened, file.size), skip)
 
 
 def _shares(files: list[LandingFile], spark: SparkSession) -> list[list[LandingFile]]:
@@ -165,12 +205,18 @@ def parse_landing(spark: SparkSession, files: list[LandingFile]) -> DataFrame:
     shares, settings = _shares(files, spark), S3Settings()
 
     def run(batches):
-        rows = (row for batch in batches for n in batch.column("id").to_pylist()
-                for f in shares[n] for row in read_file(f, settings))
-        yield from to_batches(rows, _PARSED_ARROW, weight=lambda row: len(row.get("raw") or ""),
-                              max_weight=PARSED_BATCH_BYTES)
+        yield from file_batches([f for batch in batches for n in batch.column("id").to_pylist() for f in shares[n]],
+                                settings)
 
     return spark.range(0, len(shares), 1, len(shares)).mapInArrow(run, PARSED)
+
+
+def file_batches(files: list[LandingFile], settings: S3Settings | None = None) -> Iterator:
+    """`read_file`'s rows of the files, one after the other, in Arrow batches of about
+    PARSED_BATCH_BYTES of text: what a Python worker of `parse_landing` sends."""
+    rows = (row for f in files for row in read_file(f, settings))
+    yield from to_batches(rows, _PARSED_ARROW, weight=lambda row: len(row.get("raw") or ""),
+                          max_weight=PARSED_BATCH_BYTES)
 
 
 KNOWN = "stream string, position bigint, _record_hash string, _source_file string, _line bigint"
