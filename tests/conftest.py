@@ -1,7 +1,8 @@
-"""What every tier shares: the test session's environment (`pytest_configure`), the rule
-that CI forbids skips, and the session's services that more than one tier uses: its
-SparkSession, its driver, the demo's run and lake, the S3 server. A fixture of one tier
-is in that tier's conftest.py; the tests' helper modules are in `tests/support/`."""
+"""What every tier shares: the test session's environment (`pytest_configure`), the rules
+that CI forbids skips and fewer tests than a floor, and the session's services that more
+than one tier uses: its SparkSession, its driver, the demo's run and lake, the S3 server.
+A fixture of one tier is in that tier's conftest.py; the tests' helper modules are in
+`tests/support/`."""
 
 import os
 import signal
@@ -53,6 +54,21 @@ def pytest_runtest_makereport(item, call):
 @pytest.hookimpl(wrapper=True)
 def pytest_make_collect_report(collector):
     return _forbid_skip((yield))
+
+
+# -- Nor fewer tests than the floor (`collected_floor`, pyproject.toml) in the whole suite --
+def pytest_addoption(parser):
+    parser.addini("collected_floor", "the fewest tests the whole suite may collect under CORRELAKE_FORBID_SKIPS=1")
+
+
+@pytest.hookimpl(tryfirst=True)  # before -k and -m deselect any
+def pytest_collection_modifyitems(config, items):
+    floor = int(config.getini("collected_floor") or 0)
+    whole = config.args_source == pytest.Config.ArgsSource.TESTPATHS
+    if os.environ.get("CORRELAKE_FORBID_SKIPS") == "1" and whole and len(items) < floor:
+        pytest.exit(f"collected {len(items)} tests, fewer than the floor of {floor} (collected_floor in "
+                    "pyproject.toml): a test module lost, or tests merged on purpose (then lower the floor)",
+                    returncode=pytest.ExitCode.TESTS_FAILED)
 
 
 # -- Spark (tests/spark, tests/integration) ----------------------------------------------
