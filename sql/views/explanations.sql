@@ -3,7 +3,10 @@
 -- revision 3, Explanations): `kind` MESSAGE (`message_key`) or SUBSCRIPTION
 -- (`element_instance_key`, `message_name`), and the first `reason` that applies, with the
 -- related message and subscription and `gap_ms` where the reason names them (else null).
--- "Matching": the same (tenant_id, name, correlation_key); times are gold's.
+-- "Matching": the same (tenant_id, name, correlation_key); times are gold's. Ties at one
+-- instant go to the smaller element_instance_key or message_key (the larger for "last" and
+-- "latest"), of several locked processes to the first bpmn_process_id. No reason applies
+-- (null) to a message a sibling kept from the subscription that opened while it was buffered.
 WITH unexplained_messages AS (SELECT * FROM gold_messages WHERE correlation_count = 0),
 unexplained_subscriptions AS (SELECT * FROM gold_subscriptions WHERE correlation_count = 0),
 message_pairs AS (  -- each unmatched message with each matching subscription
@@ -119,8 +122,8 @@ subscription_reasons AS (
               struct('MESSAGE_EXPIRED_BEFORE_OPEN' AS reason,
                      x.last.message_key AS message_key, NULL AS element_instance_key,
                      unix_millis(x.last.opened_at) - unix_millis(x.last.deadline) AS gap_ms), NULL),
-           if(s.closed_at IS NULL, struct('WAITING' AS reason,
-                                          NULL AS message_key, NULL AS element_instance_key, NULL AS gap_ms), NULL),
+           if(s.closed_at IS NULL OR s.closed_at > a.as_of,  -- still open at as_of
+              struct('WAITING' AS reason, NULL AS message_key, NULL AS element_instance_key, NULL AS gap_ms), NULL),
            if(c.first IS NOT NULL,
               struct('MESSAGE_AFTER_CLOSE' AS reason,
                      c.first.message_key AS message_key, NULL AS element_instance_key,
@@ -129,6 +132,7 @@ subscription_reasons AS (
                                              NULL AS message_key, NULL AS element_instance_key, NULL AS gap_ms), NULL)
          ) AS why
   FROM unexplained_subscriptions s
+  CROSS JOIN gold_as_of a
   LEFT JOIN taken_by_process t USING (tenant_id, element_instance_key, message_name)
   LEFT JOIN expired_before_open x USING (tenant_id, element_instance_key, message_name)
   LEFT JOIN published_after_close c USING (tenant_id, element_instance_key, message_name)

@@ -69,7 +69,7 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
     catalog.register(spark, one_lake, ["explanations"])
     rows = [r.asDict() for r in spark.sql("SELECT * FROM explanations").collect()]
     assert len({r["reason"] for r in rows}) >= 6, sorted({r["reason"] for r in rows})  # the workload reaches many
-    assert explanation_problems(rows, want) == []
+    assert explanation_problems(spark, one_lake, want, events) == []  # every column, near misses too
 
     # The same records split at random into 2-4 runs, in shuffled order:
     # late records restate what earlier runs decided (rule 4). The last run also gets the

@@ -77,7 +77,8 @@ class Stories:
                 events += [(c["correlated_at"], MESSAGE, f"message {m['message_key']} correlated: {_correlation(c)}")
                            for c in self.correlations if c["message_key"] == m["message_key"]
                            and c["element_instance_key"] != s["element_instance_key"]]
-        return title, events, "open" if s["closed_at"] is None else f"closed ({s['close_reason']})"
+        still_open = s["closed_at"] is None or s["closed_at"] > self.as_of
+        return title, events, "open" if still_open else f"closed ({s['close_reason']})"
 
     def _matching_subscriptions(self, m: dict) -> list[dict]:
         return [s for s in self.subscriptions if _triple(s) == (m["tenant_id"], m["name"], m["correlation_key"])]
