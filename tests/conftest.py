@@ -34,7 +34,9 @@ def pytest_configure(config):
 def allowed_root(tmp_path_factory):
     """The Airflow DAGs' Variables may name the test session's folders (CORRELAKE_ALLOWED_ROOT;
     its default, CORRELAKE_HOME, holds none of them)."""
-    os.environ["CORRELAKE_ALLOWED_ROOT"] = str(tmp_path_factory.getbasetemp().resolve())
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("CORRELAKE_ALLOWED_ROOT", str(tmp_path_factory.getbasetemp().resolve()))
+        yield
 
 
 # -- No skips CI cannot see: with CORRELAKE_FORBID_SKIPS=1 (.ci/run) a skip is a failure --
@@ -149,9 +151,9 @@ def s3(tmp_path_factory):
     server = S3Server(tmp_path_factory.mktemp("s3") / "server.log")
     server.start()
     try:
-        os.environ["CORRELAKE_S3_ENDPOINT"] = server.endpoint
-        objectstore.client().create_bucket(Bucket=S3_BUCKET)
-        yield S3(server)
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("CORRELAKE_S3_ENDPOINT", server.endpoint)
+            objectstore.client().create_bucket(Bucket=S3_BUCKET)
+            yield S3(server)
     finally:
-        os.environ.pop("CORRELAKE_S3_ENDPOINT", None)
         server.stop()

@@ -10,11 +10,13 @@ from support.airflow_settings import AIRFLOW_BIN, AIRFLOW_PASSWORD, airflow_env
 
 
 # -- Airflow (test_airflow_*.py, test_driver.py) -----------------------------------------
-@pytest.fixture(scope="session")
+# Package-scoped (this folder is a package): the environment they set is undone when the
+# tier ends, before the next one runs.
+@pytest.fixture(scope="package")
 def airflow_home(tmp_path_factory):
     """A fresh, migrated AIRFLOW_HOME (SQLite) with the project's dags/, the DAG serialized,
     user admin / AIRFLOW_PASSWORD, the signing keys of `make airflow`; set in this process's
-    environment before Airflow is imported."""
+    environment before Airflow is imported, until the tier ends."""
     import json
 
     from correlake.interfaces import airflow_local
@@ -22,18 +24,17 @@ def airflow_home(tmp_path_factory):
     home = tmp_path_factory.mktemp("airflow_home")
     passwords = home / "passwords.json"
     passwords.write_text(json.dumps({"admin": AIRFLOW_PASSWORD}))
-    os.environ.update({
-        **airflow_env(home),
-        **airflow_local.signing_keys(home),  # as `make airflow` signs
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
-        "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords),
-    })
-    for command in (["db", "migrate"], ["dags", "reserialize"]):
-        subprocess.run([AIRFLOW_BIN, *command], check=True, capture_output=True)
-    return home
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in {**airflow_env(home), **airflow_local.signing_keys(home),  # as `make airflow` signs
+                            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": "admin:admin",
+                            "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(passwords)}.items():
+            env.setenv(name, value)
+        for command in (["db", "migrate"], ["dags", "reserialize"]):
+            subprocess.run([AIRFLOW_BIN, *command], check=True, capture_output=True)
+        yield home
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def dag_bag(airflow_home):
     """The DAGs of dags/, as Airflow's DagBag loads them."""
     from airflow.dag_processing.dagbag import DagBag
@@ -44,17 +45,17 @@ def dag_bag(airflow_home):
     return bag
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def correlake_dag(dag_bag):
     return dag_bag.dags["correlake_hourly"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def maintenance_dag(dag_bag):
     return dag_bag.dags["correlake_maintenance"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def delivery_dag(dag_bag):
     return dag_bag.dags["correlake_delivery"]
 
@@ -85,17 +86,20 @@ def small_demo_gold(spark, small_demo):
     return sorted_gold(spark, small_demo[1])
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def airflow_run(spark, correlake_dag, tmp_path_factory):
     """One successful `dag.test()` run on a small demo landing: (dag run, landing, lake).
-    Its tasks run in this process, on the test session's SparkSession."""
+    Its tasks run in this process, on the test session's SparkSession; the landing and lake
+    stay the Airflow Variables' until the tier ends."""
     from correlake.samples.demo import write_demo_landing
 
     root = tmp_path_factory.mktemp("airflow_run")
     landing, lake = root / "landing", root / "lake"
     write_demo_landing(landing, **SMALL_DEMO)
-    os.environ.update({"AIRFLOW_VAR_CORRELAKE_LANDING": str(landing), "AIRFLOW_VAR_CORRELAKE_LAKE": str(lake)})
-    return correlake_dag.test(), landing, lake
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("AIRFLOW_VAR_CORRELAKE_LANDING", str(landing))
+        env.setenv("AIRFLOW_VAR_CORRELAKE_LAKE", str(lake))
+        yield correlake_dag.test(), landing, lake
 
 
 # -- RabbitMQ (test_delivery_rabbitmq.py) -------------------------------------------------

@@ -17,9 +17,9 @@ import pytest
 import requests
 from support.airflow_settings import AIRFLOW_BIN, AIRFLOW_PASSWORD
 from support.helpers import free_port, listening_addresses
-from test_airflow_dag import TASKS
 
 from correlake.interfaces import airflow_log_server
+from integration.test_airflow_dag import TASKS
 
 ROOT = Path(__file__).resolve().parents[2]
 DAG = "correlake_hourly"

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from support.airflow_settings import AIRFLOW_BIN, airflow_env
 from support.helpers import free_port, sorted_gold
-from test_airflow_dag import TASKS
+
+from integration.test_airflow_dag import TASKS
 
 
 def _postgres_bin() -> Path | None:

@@ -1,9 +1,11 @@
 """What CI (`.ci/run`, CORRELAKE_FORBID_SKIPS=1) holds the suite to besides no skips: the
 whole suite collects no fewer tests than `collected_floor` (pyproject.toml), and an xfail
-is strict (a test marked xfail that passes fails)."""
+is strict (a test marked xfail that passes fails); and no test leaves the environment it
+changed to the tests after it."""
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import subprocess
@@ -33,3 +35,29 @@ def test_the_whole_suite_collecting_fewer_tests_than_the_floor_fails():
 
 def test_an_xfail_is_strict(pytestconfig):
     assert pytestconfig.getini("xfail_strict") is True
+
+
+def _environment_writes(tree: ast.AST) -> list[int]:
+    """The lines of `tree` that change os.environ but through pytest's MonkeyPatch."""
+    def environ(node) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "environ" and getattr(node.value, "id", "") == "os"
+
+    lines = []
+    for node in ast.walk(tree):
+        targets = node.targets if isinstance(node, (ast.Assign, ast.Delete)) else (
+            [node.target] if isinstance(node, ast.AugAssign) else [])
+        if any(isinstance(t, ast.Subscript) and environ(t.value) for t in targets):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and (
+                environ(node.func.value) and node.func.attr in ("update", "pop", "popitem", "setdefault", "clear")
+                or getattr(node.func.value, "id", "") == "os" and node.func.attr in ("putenv", "unsetenv")):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_fixtures_and_tests_change_the_environment_only_through_monkeypatch():
+    """So that what they set is undone when they end (`monkeypatch`, `pytest.MonkeyPatch.context()`),
+    not left to the tests after them and to the next tiers."""
+    found = {str(path.relative_to(PROJECT_ROOT)): lines for path in sorted((PROJECT_ROOT / "tests").rglob("*.py"))
+             if (lines := _environment_writes(ast.parse(path.read_text())))}
+    assert found == {}
