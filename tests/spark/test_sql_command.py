@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
+from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from correlake.analysis import explain, report_data
 from correlake.config import table_path
 from correlake.interfaces import cli
 from correlake.lake.tables import version
@@ -104,3 +107,33 @@ def test_control_characters_of_values_and_names_are_printed_escaped(demo_lake, c
     assert header.split()[0] == "key\\x1b[0m"
     assert row.startswith("k-\\x1b[31mred\\rover\\né ")
     assert not any(c in out for c in "\x1b\r")
+
+
+def test_each_call_sees_only_its_own_lake(spark, demo_lake, tmp_path, capsys):
+    """On one SparkSession, as on the kept driver: after a call on the demo's lake, which
+    delivered, a lake that never delivered does not answer with its delivery state, and
+    sql, report and explain leave the session with no view but their own lake's."""
+    never = tmp_path / "lake"
+    shutil.copytree(demo_lake, never, ignore=lambda folder, _: ["delivery"] if Path(folder) == Path(demo_lake) else [])
+    delivered = spark.read.format("delta").load(table_path(demo_lake, "delivery_state")).count()
+
+    def delivery_views() -> set[str]:
+        names = {table.name for table in spark.catalog.listTables() if table.isTemporary}
+        return {name for name in names if name.startswith("delivery_") or name == "dead_letters"}
+
+    query = "SELECT count(*) AS n FROM delivery_state"
+    code, out, _ = sql(capsys, "--lake", demo_lake, query)
+    assert code == 0 and delivered > 0 and out.split("\n")[2].strip() == str(delivered), out
+    code, out, err = sql(capsys, "--lake", str(never), query)
+    assert (code, out) == (2, "") and "refused: this lake has no delivery_state (`correlake sql --list`" in err, err
+    assert delivery_views() == set()
+    code, out, _ = sql(capsys, "--lake", str(never), "--list")
+    assert code == 0 and "gold_messages" in out and "delivery" not in out and "dead_letters" not in out, out
+
+    key = spark.read.format("delta").load(table_path(never, "messages")).first().message_key
+    for ask in (lambda: report_data.reason_counts(spark, str(never)),
+                lambda: explain.told(spark, str(never), {"message_key": key}, None, True, key)):
+        assert sql(capsys, "--lake", demo_lake, "SELECT count(*) FROM delivery_events")[0] == 0
+        assert delivery_views()
+        ask()
+        assert delivery_views() == set()

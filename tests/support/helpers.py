@@ -7,7 +7,6 @@ import json
 import os
 import re
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -189,13 +188,6 @@ def flock_waiters(path: Path) -> int:
     """How many `flock`s wait for `path` (the kernel's /proc/locks lists each waiter with "->")."""
     inode = f":{path.stat().st_ino} "
     return sum(1 for line in Path("/proc/locks").read_text().splitlines() if "->" in line and inode in line)
-
-
-def free_port() -> int:
-    """A TCP port of 127.0.0.1 that nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_driver(root: Path) -> tuple[subprocess.Popen, Path, Path]:

@@ -16,28 +16,21 @@ def answer(spark, lake: str, text: str, limit: int, out: str | None = None, fmt:
     from pyspark.errors import PySparkException
     from pyspark.logger import PySparkLogger
 
+    from correlake.analysis import read_only
     from correlake.lake import catalog
 
     spark_errors = PySparkLogger.getLogger("SQLQueryContextLogger")  # it would print each SQL error as JSON too
     spark_errors.disabled = True
     try:
         listed = text.lstrip().upper().startswith("SHOW")  # SHOW TABLES lists them all
-        catalog.register(spark, lake, None if listed else [text])
-        df = run(spark, text)
+        registered = catalog.register(spark, lake, None if listed else [text])
+        df = read_only.query(spark, text, registered, [*catalog.TABLE_NAMES, *catalog.views()])
         return f"wrote {write(df, out, fmt)} rows to {out}" if out else show(df, limit)
     except PySparkException as exc:
         hint = " (`correlake sql --list` names them)" if exc.getCondition() == "TABLE_OR_VIEW_NOT_FOUND" else ""
         raise UsageError(first_line(exc) + hint) from None
     finally:
         spark_errors.disabled = False
-
-
-def run(spark, text: str):
-    """The statement's DataFrame; anything but a read of the lake's tables and views is refused."""
-    from correlake.analysis import read_only
-    from correlake.lake.catalog import TABLE_NAMES, views
-
-    return read_only.query(spark, text, [*TABLE_NAMES, *views()])
 
 
 def show(df, limit: int) -> str:

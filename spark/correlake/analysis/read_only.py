@@ -1,8 +1,10 @@
 """`correlake sql`'s guard: a statement runs only if its parsed plan, before Spark analyses
 anything, is on an allow-list — a query over the lake's tables and views, or SHOW TABLES,
-SHOW VIEWS, SHOW COLUMNS, DESCRIBE or EXPLAIN of one — and calls only Spark's built-in
-functions without side effects. Anything else (INSERT, DELETE, SET, EXECUTE IMMEDIATE,
-a file's path as a table, reflect(), a user's function…) is refused, its reason named.
+SHOW VIEWS, SHOW COLUMNS, DESCRIBE or EXPLAIN of one — and calls only the built-in
+functions of `allowed.py`, the options of those that take a parser's options among the
+keys it allows. Anything else (INSERT, DELETE, SET, EXECUTE IMMEDIATE, a file's path as a
+table, reflect(), xpath(), from_xml's rowValidationXSDPath, a user's function…) is
+refused, its reason named.
 
 The parsed plan is walked through every field of every node (children, expressions,
 subqueries, CTE definitions, window definitions): what is not known is refused."""
@@ -10,8 +12,8 @@ subqueries, CTE definitions, window definitions): what is not known is refused."
 from __future__ import annotations
 
 import difflib
-from functools import cache
 
+from correlake.analysis import allowed
 from correlake.errors import UsageError
 
 _LOGICAL = "org.apache.spark.sql.catalyst.plans.logical."
@@ -39,14 +41,6 @@ EXPRESSIONS = frozenset(_ANALYSIS + name for name in (
     "UnresolvedAttribute", "UnresolvedStar", "UnresolvedStarExceptOrReplace", "UnresolvedRegex", "UnresolvedAlias",
     "UnresolvedExtractValue", "UnresolvedOrdinal", "UnresolvedPipeAggregateOrdinal", "UnresolvedFunction",
     "UnresolvedGenerator"))
-# Built-in functions with an effect outside the query, refused with why.
-REFUSED_FUNCTIONS = {
-    "reflect": "calls a Java method", "java_method": "calls a Java method", "try_reflect": "calls a Java method",
-    "from_protobuf": "reads a descriptor file", "to_protobuf": "reads a descriptor file",
-}
-# Table-valued functions that only make rows of their arguments (not read_files & co).
-TABLE_FUNCTIONS = frozenset({"range", "explode", "explode_outer", "posexplode", "posexplode_outer", "inline",
-                             "inline_outer", "stack", "json_tuple", "variant_explode", "variant_explode_outer"})
 STATEMENTS = "SELECT, WITH, VALUES, SHOW TABLES|VIEWS|COLUMNS, DESCRIBE, EXPLAIN"
 # The statements a refusal names in SQL's words (else by the parser's name of its plan).
 SQL_WORDS = {
@@ -79,22 +73,16 @@ def parse(spark, text: str):
         raise convert_exception(exc.java_exception) from None
 
 
-def query(spark, text: str, names):
+def query(spark, text: str, names, known=()):
     """The statement's DataFrame, made of the very plan checked; Refused, before anything is
-    analysed or run, unless it is on the allow-list and reads only `names` (the lake's
-    tables and views) and its own CTEs."""
+    analysed or run, unless it is on the allow-list and reads only `names` (the tables and
+    views registered for it) and its own CTEs. `known`: the names a lake may have, for the
+    refusal's hint."""
     from pyspark.sql import DataFrame
 
     plan = parse(spark, text)
-    _Walk(spark._jvm, {name.lower() for name in names}).node(plan, frozenset())
+    _Walk(spark._jvm, {name.lower() for name in names}, {name.lower() for name in known}).node(plan, frozenset())
     return DataFrame(spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan), spark)
-
-
-@cache
-def _builtin_functions(jvm) -> frozenset[str]:
-    registry = jvm.java.lang.Class.forName("org.apache.spark.sql.catalyst.analysis.FunctionRegistry$")
-    functions = registry.getField("MODULE$").get(None).builtin().listFunction()
-    return frozenset(str(functions.apply(i).funcName()).lower() for i in range(functions.size()))
 
 
 class _Walk:
@@ -104,9 +92,9 @@ class _Walk:
              "leaf": "org.apache.spark.sql.types.DataType", "iterable": "scala.collection.Iterable",
              "product": "scala.Product"}
 
-    def __init__(self, jvm, names: set[str]):
+    def __init__(self, jvm, names: set[str], known: set[str]):
         self.jvm = jvm
-        self.names = names
+        self.names, self.known = names, known
         self.bases = {kind: jvm.java.lang.Class.forName(base) for kind, base in self.KINDS.items()}
         self.kinds: dict[str, str] = {}  # class name -> kind
 
@@ -122,7 +110,7 @@ class _Walk:
 
         if not isinstance(obj, JavaObject):  # a string, a number: py4j converted it
             return
-        name = self.jvm.org.apache.commons.lang3.ClassUtils.getName(obj)
+        name = self._class(obj)
         kind = self._kind(name, obj)
         short = name.rpartition(".")[2].rstrip("$")
         if kind == "plan":
@@ -157,8 +145,11 @@ class _Walk:
             raise Refused("SHOW COLUMNS of another namespace")
         elif short == "UnresolvedTableValuedFunction":
             parts = _strings(plan.name())
-            if len(parts) != 1 or parts[0].lower() not in TABLE_FUNCTIONS:
-                raise Refused(f"table function {'.'.join(parts)}() (allowed: {', '.join(sorted(TABLE_FUNCTIONS))})")
+            name = parts[-1].lower()
+            if len(parts) == 1 and name in allowed.REFUSED_FUNCTIONS:
+                raise Refused(f"table function {name}() {allowed.REFUSED_FUNCTIONS[name]}")
+            if len(parts) != 1 or name not in allowed.TABLE_FUNCTIONS:
+                raise Refused(f"table function {'.'.join(parts)}() (allowed: {', '.join(sorted(allowed.TABLE_FUNCTIONS))})")
 
     def _with(self, plan, ctes: frozenset[str]) -> None:
         """WITH: each CTE sees those before it (and itself: RECURSIVE), the query all of them."""
@@ -173,30 +164,67 @@ class _Walk:
         parts = _strings(identifier)
         if len(parts) != 1:
             raise Refused(f"{'.'.join(parts)} is not a table or view of the lake (a path, or another catalog's)")
+        if parts[0].lower() in self.known - self.names - ctes:
+            raise Refused(f"this lake has no {parts[0]} (`correlake sql --list` names what it has)")
         if parts[0].lower() not in self.names | ctes:
-            near = difflib.get_close_matches(parts[0].lower(), sorted(self.names | ctes), n=1, cutoff=0.8)
+            near = difflib.get_close_matches(parts[0].lower(), sorted(self.names | self.known | ctes), n=1, cutoff=0.8)
             meant = f"did you mean {near[0]}? " if near else ""
             raise Refused(f"{parts[0]} is not a table or view of the lake ({meant}`correlake sql --list` names them)")
 
     def _function(self, expression, short: str) -> None:
         if short == "UnresolvedGenerator":  # LATERAL VIEW f(…)
             identifier = expression.name()
-            parts = [*_strings(identifier.database()), identifier.funcName()]
+            parts, arguments = [*_strings(identifier.database()), identifier.funcName()], expression.children()
         else:
-            parts = _strings(expression.nameParts())
+            parts, arguments = _strings(expression.nameParts()), expression.arguments()
         name = parts[-1].lower()
         if len(parts) != 1:
             raise Refused(f"{'.'.join(parts)}(): a function is called by its bare name")
-        if name in REFUSED_FUNCTIONS:
-            raise Refused(f"{name}() {REFUSED_FUNCTIONS[name]}")
-        if name not in _builtin_functions(self.jvm):
-            raise Refused(f"{name}() is not one of Spark's built-in functions")
+        if name in allowed.REFUSED_FUNCTIONS:
+            raise Refused(f"{name}() {allowed.REFUSED_FUNCTIONS[name]}")
+        if name not in allowed.FUNCTIONS:
+            raise Refused(f"{name}() is not one of Spark's built-in functions that correlake sql allows")
+        if name in allowed.OPTION_FUNCTIONS:
+            self._options(name, _elements(arguments))
+
+    def _options(self, function: str, arguments: list) -> None:
+        """A parser's options: given as map('key', 'value', …) with literal keys, each allowed."""
+        at, parser = allowed.OPTION_FUNCTIONS[function]
+        keys_allowed = {key.lower() for key in allowed.OPTIONS[parser]}
+        refused = {key.lower(): f"{key} {why}" for key, why in allowed.REFUSED_OPTIONS.get(parser, {}).items()}
+        keys = [self._keys(given) for given in arguments[at:]]
+        if None in keys or any(self._class(given).endswith(".NamedArgumentExpression") for given in arguments):
+            raise Refused(f"{function}()'s options are given as map('key', 'value', …) with literal keys")
+        for key in (key for given in keys for key in given):
+            if key.lower() in refused:
+                raise Refused(f"{function}()'s option {refused[key.lower()]}")
+            if key.lower() not in keys_allowed:
+                raise Refused(f"{function}()'s option {key} is not one correlake sql allows")
+
+    def _keys(self, expression) -> list[str] | None:
+        """The keys of map('key', 'value', …), or None if it is not that, with string literals as keys."""
+        if not (self._class(expression).endswith(".UnresolvedFunction")
+                and [part.lower() for part in _strings(expression.nameParts())] == ["map"]):
+            return None
+        keys = _elements(expression.arguments())[::2]
+        strings = [key.value() for key in keys if self._class(key).endswith(".Literal") and key.value() is not None]
+        if len(strings) != len(keys) or any(self._class(s) != "org.apache.spark.unsafe.types.UTF8String" for s in strings):
+            return None
+        return [str(key) for key in strings]
+
+    def _class(self, obj) -> str:
+        return self.jvm.org.apache.commons.lang3.ClassUtils.getName(obj)
+
+
+def _elements(values) -> list:
+    """A Scala Seq or Option, as a list."""
+    elements = values.iterator()
+    found = []
+    while elements.hasNext():
+        found.append(elements.next())
+    return found
 
 
 def _strings(values) -> list[str]:
     """A Scala Seq or Option of strings, as a list."""
-    elements = values.iterator()
-    found = []
-    while elements.hasNext():
-        found.append(str(elements.next()))
-    return found
+    return [str(value) for value in _elements(values)]

@@ -92,11 +92,23 @@ def _as_of_revision_3(name: str, table: DataFrame) -> DataFrame:
     return table.select(*(c for name in table.columns for c in ([name, line] if name == "correlation_key" else [name])))
 
 
+def present(lake: str | Path) -> list[str]:
+    """The names of the lake's tables and of the views over them (no Spark)."""
+    found = [name for name, table in TABLE_NAMES.items() if is_table(table_path(lake, table))]
+    for view in views().values():  # each after the views it reads
+        if view.reads <= set(found):
+            found.append(view.name)
+    return found
+
+
 def register(spark, lake: str | Path, queries: list[str] | None = None) -> list[str]:
-    """Register the lake's tables and the views that `queries` read (all when None);
-    return the names registered. The gold tables must exist."""
+    """Register the lake's tables and the views that `queries` read (all when None), and
+    no other: an earlier call's, of another lake perhaps, are dropped. Return the names
+    registered. The gold tables must exist."""
     require_gold(lake)
     every = views()
+    for name in (*TABLE_NAMES, *every):
+        spark.catalog.dropTempView(name)
     wanted = set(TABLE_NAMES) | set(every) if queries is None else _names_in(" ".join(queries), [*TABLE_NAMES, *every])
     for view in reversed(every.values()):
         if view.name in wanted:

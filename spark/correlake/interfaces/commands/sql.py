@@ -49,15 +49,13 @@ def main(args: argparse.Namespace) -> int:
 
 
 def listing(lake: str) -> str:
-    """Names a query can use: the lake's tables, then the views and their questions."""
-    from correlake.config import table_path
-    from correlake.lake.catalog import TABLE_NAMES, views
-    from correlake.lake.tables import is_table
+    """Names a query can use: the lake's tables, then the views over them and their questions."""
+    from correlake.lake.catalog import TABLE_NAMES, present, views
 
-    tables = [name for name, table in TABLE_NAMES.items() if is_table(table_path(lake, table))]
+    names = present(lake)
     width = max(map(len, [*TABLE_NAMES, *views()]))
-    return "\n".join(["tables:", *(f"  {name}" for name in tables), "views:",
-                      *(f"  {v.name:<{width}}  {v.question}" for v in views().values())])
+    return "\n".join(["tables:", *(f"  {name}" for name in TABLE_NAMES if name in names), "views:",
+                      *(f"  {v.name:<{width}}  {v.question}" for v in views().values() if v.name in names)])
 
 
 def _out_format(path: str, fmt: str | None) -> str:
