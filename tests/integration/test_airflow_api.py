@@ -16,7 +16,8 @@ from types import SimpleNamespace
 import pytest
 import requests
 from support.airflow_settings import AIRFLOW_BIN, AIRFLOW_PASSWORD
-from support.helpers import free_port, listening_addresses
+from support.helpers import listening_addresses
+from support.ports import free_port
 
 from correlake.interfaces import airflow_log_server
 from integration.test_airflow_dag import TASKS

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 from support.airflow_settings import AIRFLOW_BIN, airflow_env
-from support.helpers import free_port, sorted_gold
+from support.helpers import sorted_gold
+from support.ports import free_port
 
 from integration.test_airflow_dag import TASKS
 

@@ -29,7 +29,7 @@ import pytest
 from deltalake import DeltaTable
 from support.delivery_helpers import TENANT, by_key_alone, not_in_sequence, out_of_order, write_outbox
 from support.delivery_helpers import event as outbox_row
-from support.helpers import free_port
+from support.ports import refused_port
 
 from correlake.config import PROJECT_ROOT, table_path
 from correlake.delivery import amqp
@@ -234,9 +234,10 @@ def test_outcomes_returned_oversized_unreachable_and_bad_credentials(broker, sin
     assert "max message size 1048576" in outcomes[2].detail
     assert sink.send([event("e", 1, size=2 << 20)])[0].verdict == REJECT  # known now: not even published
 
-    nowhere = RabbitMQSink(f"amqp://guest:guest@127.0.0.1:{free_port()}/%2F", timeout=5)
-    nowhere.prepare(PARTITIONS)  # unreachable is not a configuration error: its sends are retried
-    [outcome] = nowhere.send([event("f", 1)])
+    with refused_port() as port:
+        nowhere = RabbitMQSink(f"amqp://guest:guest@127.0.0.1:{port}/%2F", timeout=5)
+        nowhere.prepare(PARTITIONS)  # unreachable is not a configuration error: its sends are retried
+        [outcome] = nowhere.send([event("f", 1)])
     assert outcome.verdict == RETRY and "unreachable" in outcome.detail
     nowhere.close()
 

@@ -27,6 +27,7 @@ import pytest
 from deltalake import DeltaTable
 from standardwebhooks.webhooks import Webhook
 from support.delivery_helpers import TENANT, Receiver, by_key_alone, event, not_in_sequence, out_of_order, write_outbox
+from support.ports import refused_port
 
 from correlake.config import table_path
 from correlake.delivery.events import partition_of
@@ -429,11 +430,9 @@ def test_a_pass_compacts_tables_with_many_files_and_says_each_batch(lake, receiv
 
 
 def test_a_refused_connection_is_retried_later(lake, capsys):
-    from support.helpers import free_port
-
-    url = f"http://127.0.0.1:{free_port()}/hook"  # nothing listens there
-    code = cli.main(["deliver", "--lake", lake, "--sink", "webhook", "--url", url, "--retry-base", "3600",
-                     "--max-seconds", "1"])
+    with refused_port() as port:  # nothing listens there
+        code = cli.main(["deliver", "--lake", lake, "--sink", "webhook", "--url", f"http://127.0.0.1:{port}/hook",
+                         "--retry-base", "3600", "--max-seconds", "1"])
     assert code == 0 and "0 acknowledged" in capsys.readouterr().out
     heads = [r for r in state(lake).values() if r["status"] == "AWAITED"]
     assert len(heads) == len({(r["tenant_id"], r["ordering_key"]) for r in ROWS}) == 9  # each key's first event
@@ -442,10 +441,9 @@ def test_a_refused_connection_is_retried_later(lake, capsys):
 
 
 def test_a_pass_to_a_url_where_nothing_listens_names_the_cause_and_counts_events_not_attempts(lake, capsys):
-    from support.helpers import free_port
-
-    code = cli.main(["deliver", "--lake", lake, "--sink", "webhook", "--url", f"http://127.0.0.1:{free_port()}/hook",
-                     "--max-seconds", "1", *FAST_RETRY])
+    with refused_port() as port:
+        code = cli.main(["deliver", "--lake", lake, "--sink", "webhook", "--url", f"http://127.0.0.1:{port}/hook",
+                         "--max-seconds", "1", *FAST_RETRY])
     out = capsys.readouterr().out
     waiting = statuses(lake)["AWAITED"]
     heads = len({(r["tenant_id"], r["ordering_key"]) for r in ROWS})  # each key's first event, tried again and again

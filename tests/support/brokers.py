@@ -11,7 +11,7 @@ import time
 import uuid
 from pathlib import Path
 
-from .helpers import free_port
+from .ports import free_port
 
 RABBITMQ_BIN = Path("/usr/lib/rabbitmq/bin")  # not /usr/sbin's wrappers: they switch to user rabbitmq
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pyspark
 
-from .helpers import free_port
+from .ports import free_port
 
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
 
