@@ -1,5 +1,5 @@
 """The session's JVM settings (collector, time zone, class archive, codegen cache,
-stdout, the driver on loopback with no web UI), row projections evaluated in small
+stdout, the driver on loopback with no web UI, its ports asking for Spark's secret), row projections evaluated in small
 runs, the in-memory store of a run's frames, writes run a few at a time that stop at
 the first failure or interrupt, an interrupt that cancels the job the main thread
 waits for, a run's memory collected at once or, on a driver, after its reply (an interrupt
@@ -9,6 +9,8 @@ import gc
 import os
 import re
 import signal
+import socket
+import struct
 import subprocess
 import threading
 import time
@@ -158,6 +160,32 @@ def test_the_driver_listens_on_loopback_only_and_has_no_web_ui(spark):
     listening = listening_addresses(spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid())
     assert listening and all(ip.is_loopback for ip in listening), listening
     assert spark.sparkContext.uiWebUrl is None
+
+
+def rpc_failure(port: int) -> str:
+    """What Spark's transport on `port` answers a request it cannot take: an RpcRequest frame
+    of its wire format (length, type 3, request id, body) answered by an RpcFailure (type 5:
+    request id, then the error as a length-prefixed string), its text."""
+    body = b"no secret here"
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as sock, sock.makefile("rb") as answer:
+        sock.sendall(struct.pack(">qbqi", 21 + len(body), 3, 42, len(body)) + body)
+        length, kind = struct.unpack(">qb", answer.read(9))
+        rest = answer.read(length - 9)
+    assert kind == 5, kind
+    return rest[12:12 + struct.unpack(">i", rest[8:12])[0]].decode()
+
+
+def test_sparks_ports_answer_only_callers_that_prove_its_secret(spark):
+    """`spark.authenticate` with the executors in the driver's JVM (the kept driver's, the
+    CLI's): Spark makes the secret there, written nowhere, and its RPC endpoint and block
+    manager answer a caller without it by asking for its SASL handshake, where before they
+    decoded what any local user sent them."""
+    context = spark.sparkContext
+    assert context.getConf().get("spark.authenticate") == "true"
+    ports = {"RPC": int(context.getConf().get("spark.driver.port")),
+             "block manager": context._jsc.sc().env().blockManager().blockManagerId().port()}
+    for name, port in ports.items():
+        assert rpc_failure(port).startswith("java.lang.IllegalStateException: Expected SaslMessage"), name
 
 
 def test_a_broadcast_join_holds_little_of_the_driver_s_memory_until_it_is_cleaned(spark):

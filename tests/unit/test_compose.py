@@ -336,3 +336,17 @@ def test_no_command_line_holds_a_password_and_the_watch_reads_the_brokers_from_a
     assert path.parent == Path("/run/secrets") and watch["secrets"] == [path.name]
     assert yaml.safe_load(COMPOSE.read_text())["secrets"][path.name] == {"environment": "RABBITMQ_PASSWORD"}
     assert services["rabbitmq"]["environment"]["RABBITMQ_DEFAULT_PASS"].startswith("${RABBITMQ_PASSWORD:?")
+
+
+def test_the_stacks_spark_takes_only_callers_with_its_secret(services):
+    """The master, the workers and the drivers (the scheduler's tasks) read one
+    spark-defaults.conf that turns on `spark.authenticate` with a required variable's secret:
+    a file, where spark-submit, the master and the workers load it, never a command line."""
+    content = yaml.safe_load(COMPOSE.read_text())["configs"]["spark_defaults"]["content"]
+    conf = dict(line.split(None, 1) for line in content.splitlines() if line.strip())
+    assert conf["spark.authenticate"] == "true" and REQUIRED_VARIABLE.fullmatch(conf["spark.authenticate.secret"])
+    spark = [name for name, s in services.items() if command_line(s)[0] == "spark-class"] + ["airflow-scheduler"]
+    assert len(spark) == 4
+    for name in spark:
+        folder = services[name]["environment"]["SPARK_CONF_DIR"]
+        assert {"source": "spark_defaults", "target": f"{folder}/spark-defaults.conf"} in services[name]["configs"]

@@ -53,6 +53,10 @@ def get_spark(settings: SparkSettings | None = None, dump_classes_to: Path | Non
         # nothing of the driver reachable from the network unless configured (a cluster)
         "spark.driver.bindAddress": settings.bind_address,
         "spark.driver.host": settings.bind_address,
+        # Spark's own ports (the driver's RPC and block manager) answer only callers that prove
+        # a secret: with the executors in this JVM, Spark makes one here and writes it nowhere
+        # (a cluster's drivers and daemons share one of their own: docs/cluster.md)
+        **({"spark.authenticate": "true"} if in_one_jvm(settings.master) else {}),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.sql.execution.arrow.pyspark.enabled": "true",
@@ -124,13 +128,18 @@ def hadoop_conf(settings: S3Settings | None = None) -> dict[str, str]:
     return conf
 
 
+def in_one_jvm(master: str) -> bool:
+    """Whether `master` runs the executors in the driver's JVM (`local`, `local[N]`; not `local-cluster`)."""
+    return master.startswith("local") and not master.startswith("local-cluster")
+
+
 def ship_package(context) -> None:
     """On a cluster (any master but `local…`), send this package to the executors, whose
     Python workers import it (the mapInArrow passes, parsing, the engine): a zip of it,
     made in the session's temporary folder (removed when its JVM stops) and served by
     the driver (`addPyFile`). The executors need Python and the dependencies only; the
     Delta JARs reach them the same way (`spark.jars`)."""
-    if context.master.startswith("local") and not context.master.startswith("local-cluster"):
+    if in_one_jvm(context.master):
         return
     package = Path(__file__).parents[1]
     archive = Path(context._temp_dir) / "correlake.zip"  # PySpark's own folder of the session
