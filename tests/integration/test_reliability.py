@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 from support.generators import combine, generate_cases
-from support.helpers import assert_outbox_agrees, flock_waiters, project, read_gold, versions, write_jsonl
+from support.helpers import flock_waiters, project, read_gold, versions, write_jsonl
+from support.outbox_model import assert_outbox_agrees
 
 from correlake.config import TABLES, data_docs_dir, table_path
 from correlake.interfaces import cli

@@ -18,7 +18,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from support.helpers import EVENT_FIELDS, assert_outbox_agrees, read_gold, read_outbox, versions, write_jsonl
+from support.helpers import read_gold, versions, write_jsonl
+from support.outbox_model import EVENT_FIELDS, assert_outbox_agrees, read_outbox
 from support.records import S, deploy, ended, left, msg, sub
 
 from correlake.caches import history_keys

@@ -1,15 +1,20 @@
 """Random streams through the real pipeline against the reference model.
 
 Many generated cases go through one run, each under its own tenant prefix and
-position range; then the same records, split into files and runs that arrive in
-shuffled order, must give the same gold (semantics rule 4), with a retried delivery in
-the last run; `correlake rebuild` of that lake gives it again. The one run takes Spark's path, the split
-runs the small-run path, both forced (`pipeline.run(path=…)`), so each path is checked
-against the model and against the other. Every gold column is
-compared (`helpers.assert_gold_equals`); the view `explanations` of the one run is checked
+position range, on Spark's path; then the same records, split into 3-4 increments that
+arrive in shuffled order, go through three lakes run by run: one forced on the small-run
+path, one forced on Spark's (`pipeline.run(path=…)`), one on a path drawn per run. After
+every run each lake's gold and outbox must be the reference model's of the records so far
+(semantics rule 4: late records restate what earlier runs decided), every table of the
+three lakes must hold the same data (`lake_rows`: run ids as run numbers, run times and
+summaries aside), and no CORRELATED event may be RETRACTED without late input to explain
+it (`outbox_model.unexplained_retractions`). The last increment also brings the first
+again, in files of other names (a retried delivery): it changes nothing. At the end the
+split gives the one run's gold, and `correlake rebuild` gives it again. Every gold column
+is compared (`helpers.assert_gold_equals`); the view `explanations` of the one run is checked
 against the claims of each reason, stated on the model's gold (`explanations_model.py`).
-The cases, the split and the shuffle all come from CORRELAKE_TEST_SEED (generators.SEED),
-which the test prints: set it to replay a failure.
+The cases, the split, the shuffle and the drawn paths all come from CORRELAKE_TEST_SEED
+(generators.SEED), which the test prints: set it to replay a failure.
 """
 
 from __future__ import annotations
@@ -20,18 +25,19 @@ from contextlib import contextmanager
 import pytest
 from support.explanations_model import problems as explanation_problems
 from support.generators import SEED, START_EVENTS, combine, generate_cases, shuffled_chunks
-from support.helpers import (
-    assert_gold_equals,
+from support.helpers import assert_gold_equals, project, read_gold, write_jsonl
+from support.lake_rows import differences, gold_of, lake_rows, outbox_of
+from support.outbox_model import (
+    assert_events_agree,
     assert_outbox_agrees,
     correlation_text,
+    first_arrivals,
     live_event_ids,
-    project,
-    read_gold,
-    write_jsonl,
+    unexplained_retractions,
 )
 from support.reference_model import reference
 
-from correlake.config import table_path
+from correlake.config import STREAMS, table_path
 from correlake.contract.schemas import KEY_GROUPS
 from correlake.interfaces import cli
 from correlake.lake import catalog
@@ -40,17 +46,22 @@ from correlake.run import pipeline, small_scope, stages
 
 CASES = 60
 START_EVENT_CASES = 40  # more of the per-key lock of message start events (rules 19-21)
+PATHS = ("small", "spark")
 
 
-def run_pipeline(spark, lake: str, root, runs: list[list[tuple[list, list]]], path: str) -> dict:
-    """One pipeline run per item of `runs` on `path`, each over its own landing of one file pair per chunk."""
-    for n, chunks in enumerate(runs):
-        landing = root / f"landing{n}"
-        for k, (messages, events) in enumerate(chunks):
-            write_jsonl(landing / "messages" / f"m{k}.jsonl", messages)
-            write_jsonl(landing / "workflow_events" / f"w{k}.jsonl", events)
-        assert pipeline.run(spark, str(landing), lake, max_quarantine_ratio=0.0, path=path).path == path
-    return read_gold(spark, lake)
+def landing(root, chunks: list[tuple[list, list]]) -> str:
+    """A landing of one file pair per chunk (messages, workflow events)."""
+    for k, chunk in enumerate(chunks):
+        for stream, records in zip(STREAMS, chunk, strict=True):
+            write_jsonl(root / stream / f"{stream[0]}{k}.jsonl", records)
+    return str(root)
+
+
+def run_on(spark, landing_dir: str, lake: str, path: str) -> str:
+    """One run of the landing on `path` (forced); its run id."""
+    result = pipeline.run(spark, landing_dir, lake, max_quarantine_ratio=0.0, path=path)
+    assert result.path == path
+    return result.run_id
 
 
 @pytest.mark.slow
@@ -63,7 +74,8 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
 
     root = tmp_path_factory.mktemp("one")
     one_lake = str(root / "lake")
-    one = run_pipeline(spark, one_lake, root, [[(messages, events)]], "spark")
+    run_on(spark, landing(root / "landing", [(messages, events)]), one_lake, "spark")
+    one = read_gold(spark, one_lake)
     assert_gold_equals(one, want)
     # Explanations: one row per object of no correlation, each reason's claim true in the model
     catalog.register(spark, one_lake, ["explanations"])
@@ -71,30 +83,60 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
     assert len({r["reason"] for r in rows}) >= 6, sorted({r["reason"] for r in rows})  # the workload reaches many
     assert explanation_problems(spark, one_lake, want, events) == []  # every column, near misses too
 
-    # The same records split at random into 2-4 runs, in shuffled order:
-    # late records restate what earlier runs decided (rule 4). The last run also gets the
-    # first run's chunk again, in files of other names (a retried delivery): it changes nothing.
-    chunks = shuffled_chunks(messages, events, random.Random(SEED), 4)
+    # The same records split at random into 3-4 increments, in shuffled order, through three lakes
+    rnd = random.Random(SEED)
+    chunks = shuffled_chunks(messages, events, rnd, 4, min_chunks=3)
+    increments = [[c] for c in chunks[:-1]] + [[chunks[-1], chunks[0]]]
+    drawn = [rnd.choice(PATHS) for _ in increments]
+    print(f"increments of {[sum(map(len, c)) for c in chunks]} records; the drawn lake's paths {drawn}")
     root = tmp_path_factory.mktemp("split")
-    lake = str(root / "lake")
+    lakes = {name: str(root / name) for name in (*PATHS, "drawn")}
+    numbers = {name: {} for name in lakes}  # each lake's run ids -> run numbers
+    arrived = first_arrivals([{s: [r for c in increment for r in c[i]] for i, s in enumerate(STREAMS)}
+                              for increment in increments])
+    so_far = ([], [])
     with plans_compared() as compared:
-        split = run_pipeline(spark, lake, root, [[c] for c in chunks[:-1]] + [[chunks[-1], chunks[0]]], "small")
-    assert len(compared) == len(chunks) > 1
-    assert_gold_equals(split, want)
+        for n, increment in enumerate(increments):
+            landing_dir = landing(root / f"landing{n}", increment)
+            for name, lake in lakes.items():
+                numbers[name][run_on(spark, landing_dir, lake, drawn[n] if name == "drawn" else name)] = n
+            for c in increment:
+                so_far[0].extend(c[0])
+                so_far[1].extend(c[1])
+            tables = {name: lake_rows(lake, numbers[name]) for name, lake in lakes.items()}
+            assert_run_agrees(n, tables, reference(*so_far), arrived)
+    assert len(compared) == len(increments) + drawn.count("small")
+    split = gold_of(tables["small"])
     assert_same_gold(split, one)
 
-    # The outbox: gold's correlations as live events in either lake; a correlation never
-    # retracted has the same id whichever runs made it; a rebuild that changes no
-    # correlation adds no event.
-    outbox = assert_outbox_agrees(spark, lake)
+    # A correlation never retracted has the same id whichever runs made it; a rebuild that
+    # changes no correlation adds no event.
+    outbox = outbox_of(tables["small"])
     retracted = {correlation_text(e) for e in outbox if e["kind"] == "RETRACTED"}
     kept = {e["event_id"] for e in outbox if e["kind"] == "CORRELATED" and correlation_text(e) not in retracted}
     assert kept and kept <= live_event_ids(assert_outbox_agrees(spark, one_lake))
 
+    lake = lakes["small"]
     before = lake_tables.version(table_path(lake, "outbox"))
     assert cli.main(["rebuild", "--lake", lake]) == 0  # silver and gold again, from bronze
     assert_same_gold(read_gold(spark, lake), one)
     assert lake_tables.version(table_path(lake, "outbox")) == before
+
+
+def assert_run_agrees(n: int, tables: dict[str, dict], want: dict, arrived: list[set]) -> None:
+    """After run `n`, each lake's gold and outbox are the reference model's (`want`), no
+    retraction lacks late input to explain it, and every table holds the same data in each lake."""
+    for name, rows in tables.items():
+        try:
+            gold = gold_of(rows)
+            assert_gold_equals(gold, want)
+            events = assert_events_agree(outbox_of(rows), gold["correlations"])
+            assert unexplained_retractions(events, arrived) == []
+        except AssertionError as failed:
+            raise AssertionError(f"after run {n}, the {name} lake: {failed}") from failed
+    first, *others = tables
+    for name in others:
+        assert differences(tables[name], tables[first]) == {}, f"after run {n}: the {name} lake against the {first}"
 
 
 @contextmanager
@@ -107,6 +149,8 @@ def plans_compared():
 
     def checked(run, new_messages, new_events, history, redeployed):
         small = planned(run, new_messages, new_events, history, redeployed)
+        if small is None:  # Spark's path
+            return small
         old = run.history if history else lambda name: None
         work = stages.spark_plan(run, new_messages, new_events, old, run.frame("silver_deployments"), redeployed)
         assert set(small.key_group_changes) == {tuple(r) for r in work.key_group_changes.select(*KEY_GROUPS.names).collect()}

@@ -103,12 +103,13 @@ def combine(cases: list[dict]) -> tuple[list, list]:
     return messages, events
 
 
-def shuffled_chunks(messages: list, events: list, rnd, max_chunks: int) -> list[tuple[list, list]]:
-    """Both streams' records shuffled by `rnd` and cut at random into 2 to `max_chunks`
-    chunks, each (messages, workflow events): what runs of a landing that grows receive."""
+def shuffled_chunks(messages: list, events: list, rnd, max_chunks: int, min_chunks: int = 2
+                    ) -> list[tuple[list, list]]:
+    """Both streams' records shuffled by `rnd` and cut at random into `min_chunks` to
+    `max_chunks` chunks, each (messages, workflow events): what runs of a landing that grows receive."""
     records = [("m", r) for r in messages] + [("w", r) for r in events]
     rnd.shuffle(records)
-    cuts = sorted(rnd.sample(range(1, len(records)), rnd.randint(1, max_chunks - 1)))
+    cuts = sorted(rnd.sample(range(1, len(records)), rnd.randint(min_chunks - 1, max_chunks - 1)))
     return [([r for s, r in part if s == "m"], [r for s, r in part if s == "w"])
             for part in (records[a:b] for a, b in zip([0, *cuts], [*cuts, len(records)]))]
 
