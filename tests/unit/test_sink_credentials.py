@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from correlake import config
-from correlake.delivery.sinks import masked, with_password
+from correlake.delivery.urls import masked, with_password
 from correlake.errors import DeliveryError
 
 NAME = config.SINK_PASSWORD_ENV

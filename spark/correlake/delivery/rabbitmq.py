@@ -16,7 +16,7 @@ from pika.exceptions import AMQPError
 
 from correlake.delivery.amqp import Gone, Link
 from correlake.delivery.events import ACK, HELD, REJECT, RETRY, Event, Outcome
-from correlake.delivery.sinks import masked
+from correlake.delivery.urls import masked
 from correlake.errors import DeliveryError
 
 EXCHANGE = "correlake.correlations"

@@ -4,35 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from urllib.parse import quote, urlsplit
 
 from correlake import config
 from correlake.delivery.events import Sink
+from correlake.delivery.urls import with_password
 from correlake.errors import DeliveryError
 
 SINKS = ("webhook", "rabbitmq")
-
-
-def masked(url: str) -> str:
-    """The URL with its password (if any) as `***`: what may be printed or logged."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    user, _, host = parts.netloc.rpartition("@")
-    return parts._replace(netloc=f"{user.partition(':')[0]}:***@{host}").geturl()
-
-
-def with_password(url: str, password: str | None) -> str:
-    """`url` with `password` (config.SINK_PASSWORD_ENV's) as its user's; DeliveryError for
-    a URL without a user or with a password of its own."""
-    if password is None:
-        return url
-    parts = urlsplit(url)
-    if parts.username is None or parts.password is not None:
-        raise DeliveryError(f"{config.SINK_PASSWORD_ENV} is set: the sink's URL {masked(url)!r} names its user and "
-                            "no password (scheme://USER@HOST/…)")
-    user, _, host = parts.netloc.rpartition("@")
-    return parts._replace(netloc=f"{user}:{quote(password, safe='')}@{host}").geturl()
 
 
 @contextmanager

@@ -20,7 +20,7 @@ from urllib.parse import unquote, urlsplit
 
 from correlake.config import WEBHOOK_TIMEOUT_SECONDS
 from correlake.delivery.events import ACK, HELD, REJECT, RETRY, Event, Outcome
-from correlake.delivery.sinks import masked
+from correlake.delivery.urls import masked
 from correlake.errors import DeliveryError
 
 RECOVERABLE = frozenset({408, 425, 429})
