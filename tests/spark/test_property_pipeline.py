@@ -11,8 +11,8 @@ summaries aside), and no CORRELATED event may be RETRACTED without late input to
 it (`outbox_model.unexplained_retractions`). The last increment also brings the first
 again, in files of other names (a retried delivery): it changes nothing. At the end the
 split gives the one run's gold, and `correlake rebuild` gives it again. Every gold column
-is compared (`helpers.assert_gold_equals`); the view `explanations` of the one run is checked
-against the claims of each reason, stated on the model's gold (`explanations_model.py`).
+is compared (`helpers.assert_gold_equals`); the views `explanations` and `near_misses` of the one run
+must equal those the explanations model computes from the model's gold (`explanations_model.py`).
 The cases, the split, the shuffle and the drawn paths all come from CORRELAKE_TEST_SEED
 (generators.SEED), which the test prints: set it to replay a failure.
 """
@@ -77,7 +77,7 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
     run_on(spark, landing(root / "landing", [(messages, events)]), one_lake, "spark")
     one = read_gold(spark, one_lake)
     assert_gold_equals(one, want)
-    # Explanations: one row per object of no correlation, each reason's claim true in the model
+    # Explanations: one row per object of no correlation, the model's first reason, related object and gap
     catalog.register(spark, one_lake, ["explanations"])
     rows = [r.asDict() for r in spark.sql("SELECT * FROM explanations").collect()]
     assert len({r["reason"] for r in rows}) >= 6, sorted({r["reason"] for r in rows})  # the workload reaches many
