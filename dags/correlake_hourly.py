@@ -43,6 +43,9 @@ from correlake.interfaces.airflow_dags import DAG_SETTINGS, GOLD_ASSETS
                                                   f"else {MAX_QUARANTINE_RATIO}."),
         "dry_run": Param(False, type="boolean",
                          description="Run every stage and gate, publish nothing."),
+        "full_listing": Param(False, type="boolean",
+                              description="List the whole landing (finds files written out of lexical order); "
+                                          "done every 24 h anyway."),
     },
     doc_md=__doc__,
 )

@@ -57,6 +57,10 @@ STAGED_RUN_MAX_AGE_SECONDS = 24 * 3600  # frames an abandoned Airflow run staged
 DATA_DOCS_INDEX_VALIDATIONS = 50  # the latest validations the Data Docs index lists (10 runs' gates)
 
 STREAMS = ("messages", "workflow_events")
+# A run lists only the landing paths at or after each stream's last ingested one (producers
+# write lexically ordered paths: docs/design.md *Discovery*); every this long by the runs'
+# clock, or on demand (`run --full-listing`), it lists the whole landing instead.
+FULL_LISTING_SECONDS = 24 * 3600
 STAGE_NAMES = ("bronze", "silver", "gold")  # the stages of a run, in order (run/stages.STAGES)
 
 # Lake layout: logical name -> path relative to the lake root.

@@ -24,7 +24,8 @@ from correlake.config import LONG_LINE_RAW_BYTES, table_path
 from correlake.contract.parsing import MAX_MILLIS
 from correlake.interfaces import cli
 from correlake.lake import meta
-from correlake.lake.landing import OUTSIDE_WHY, list_files, new_files
+from correlake.lake.discovery import find
+from correlake.lake.landing import OUTSIDE_WHY, list_files
 from correlake.lake.sqlfiles import delta_table
 from correlake.run import pipeline, staged
 
@@ -85,13 +86,13 @@ def mixed(spark, tmp_path_factory):
     ])
 
     def listed_then_swapped(*args):
-        files = new_files(*args)
+        found = find(*args)
         (msgs / "swapped.jsonl").unlink()
         (msgs / "swapped.jsonl").symlink_to(outside / "secret.jsonl")
-        return files
+        return found
 
     with pytest.MonkeyPatch.context() as patch, PythonWorkerPeak(spark) as peak:
-        patch.setattr(staged, "new_files", listed_then_swapped)
+        patch.setattr(staged, "find", listed_then_swapped)
         result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
     return spark, landing, lake_dir, result, peak.peak
 

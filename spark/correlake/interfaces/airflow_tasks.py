@@ -112,7 +112,7 @@ def prepare(context) -> dict | None:
     landing, lake = checked_inputs(context)
     rebuild = params["rebuild"]
     with for_good(" (Airflow Variables correlake_landing, correlake_lake)"):
-        warning = preflight.check_run(None if rebuild else landing, lake)
+        warning = preflight.check_run(None if rebuild else landing, lake, params.get("full_listing", False))
     as_of = as_of_millis(params.get("as_of"), context["dag_run"].run_type, context.get("data_interval_end"))
     print(f"landing {landing}, lake {lake}, as_of {as_of}, params {dict(params)}")
     if warning:
@@ -120,7 +120,7 @@ def prepare(context) -> dict | None:
     with for_good():
         planned = call(stepwise.prepare, None if rebuild else landing, lake, as_of=as_of,
                        max_quarantine_ratio=params.get("max_quarantine_ratio"), rebuild=rebuild,
-                       dry_run=params["dry_run"])
+                       dry_run=params["dry_run"], full_listing=params.get("full_listing", False))
     if isinstance(planned, RunResult):
         print(summary(planned))
         print("the later tasks are skipped")

@@ -42,6 +42,11 @@ class LandingFile:
         """Its JSON's size, estimated (a gzip file's from its size)."""
         return self.size * (GZIP_RATIO if self.path.endswith(".gz") else 1)
 
+    def grown(self, read: int) -> LandingFile:
+        """This file, knowing that a version of `read` bytes was ingested: if it is larger, it grew
+        in place (a producer appended to it) and that size is its `read_before`."""
+        return replace(self, read_before=read if read < self.size else 0)
+
 
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip("/") + "/")
@@ -130,11 +135,20 @@ def _check_uris(landing: str, lake: str) -> None:
             Path(location).mkdir(parents=True, exist_ok=True)
 
 
-def _scan_objects(landing: str, stream: str) -> tuple[list[objectstore.Entry], list[tuple[str, str]]]:
+def _below(folder: str, mark: str) -> bool:
+    """Whether every path in `folder` sorts before `mark` (a path not in it)."""
+    return folder + "/" < mark and not mark.startswith(folder + "/")
+
+
+def _scan_objects(landing: str, stream: str, after: str = "") -> tuple[list[objectstore.Entry], list[tuple[str, str]]]:
     """`_scan` in object storage: the objects under `<landing>/<stream>/`, where nothing is a
-    link and every object can be read."""
+    link and every object can be read. From `after` on (an `s3a://` path: the listing starts
+    there, `StartAfter`) if given."""
     files, notes = [], []
-    for entry in objectstore.listing(join(landing, stream)):
+    bucket, start = objectstore.split(after) if after else (None, "")
+    for entry in objectstore.listing(join(landing, stream), start_after=start[:-1]):
+        if after and f"s3a://{bucket}/{entry.key}" < after:
+            continue
         relative = f"{stream}/{entry.name}"
         parts = entry.name.split("/")
         if why := next(filter(None, map(_unlisted, parts)), None):
@@ -146,12 +160,14 @@ def _scan_objects(landing: str, stream: str) -> tuple[list[objectstore.Entry], l
     return files, notes
 
 
-def _scan(landing: str | Path, stream: str) -> tuple[list[str], list[tuple[str, str]]]:
+def _scan(landing: str | Path, stream: str, after: str = "") -> tuple[list[str], list[tuple[str, str]], list[str]]:
     """The landing files under `<landing>/<stream>/`, at any depth (links to folders in
-    the landing followed, each folder read once, hidden ones not), and what a run will not
-    read there: (relative path, why: empty for a name that is not a landing file's)."""
+    the landing followed, each folder read once, hidden ones not), what a run will not
+    read there: (relative path, why: empty for a name that is not a landing file's), and
+    the landing files that cannot be read now (absolute paths). Only the paths from `after`
+    on (absolute) if given: folders wholly before it are not walked."""
     root, inside = Path(landing) / stream, os.path.realpath(landing)
-    files, notes = [], []
+    files, notes, held = [], [], []
 
     def note(path: str, why: str = "", folder: bool = False) -> None:
         shown = escape(os.fsencode(os.path.relpath(path, landing)).decode("utf-8", "backslashreplace"))
@@ -163,13 +179,15 @@ def _scan(landing: str | Path, stream: str) -> tuple[list[str], list[tuple[str, 
 
     if root.is_dir() and not _inside(os.path.realpath(root), inside):
         note(str(root), OUTSIDE_WHY, folder=True)
-        return files, notes
+        return files, notes, held
     seen = {os.path.realpath(root)}
     for folder, subfolders, names in os.walk(root, onerror=unreadable_folder, followlinks=True):
         kept = []
         for name in sorted(subfolders):  # a folder out of the landing is not even listed
             path = os.path.join(folder, name)
             real = os.path.realpath(path)
+            if after and _below(os.path.abspath(path), after):
+                continue
             if why := _unlisted(name) or (None if _inside(real, inside) else OUTSIDE_WHY):  # e.g. a staging folder
                 note(path, why, folder=True)
             elif real not in seen:
@@ -178,13 +196,18 @@ def _scan(landing: str | Path, stream: str) -> tuple[list[str], list[tuple[str, 
         subfolders[:] = kept
         for name in names:
             path = os.path.join(folder, name)
+            if after and os.path.abspath(path) < after:
+                continue
             if not name.endswith(SUFFIXES):
                 note(path)
-            elif why := _unlisted(name) or _unreadable(path, inside):
+            elif why := _unlisted(name):
                 note(path, why)
+            elif why := _unreadable(path, inside):
+                note(path, why)
+                held.append(os.path.abspath(path))
             else:
                 files.append(path)
-    return files, notes
+    return files, notes, held
 
 
 def _unlisted(name: str) -> str | None:
@@ -209,27 +232,40 @@ def _unreadable(path: str, root: str) -> str | None:
 
 def list_files(landing: str | Path) -> list[LandingFile]:
     """Every readable `<landing>/<stream>/**/*.jsonl[.gz]`, sorted by path."""
+    return listing(landing)[0]
+
+
+def listing(landing: str | Path, after: dict[str, str] | None = None) -> tuple[list[LandingFile], dict[str, str]]:
+    """`list_files`, only from each stream's path in `after` on if given (its own file
+    included; "": the whole stream), and each stream's lowest landing file that cannot be read now."""
+    after = after or {}
+    found, held = [], {}
     if is_uri(landing):
         bucket, root = objectstore.split(str(landing))[0], absolute(landing)
         found = [LandingFile(stream, f"s3a://{bucket}/{entry.key}", entry.size,
                              int(entry.modified_at.timestamp() * 1000), root)
-                 for stream in STREAMS for entry in _scan_objects(str(landing), stream)[0]]
-        return sorted(found, key=lambda f: f.path)
-    found, root = [], os.path.realpath(landing)
+                 for stream in STREAMS for entry in _scan_objects(str(landing), stream, after.get(stream, ""))[0]]
+        return sorted(found, key=lambda f: f.path), held
+    root = os.path.realpath(landing)
     for stream in STREAMS:
-        for found_path in _scan(landing, stream)[0]:
+        files, _, unreadable = _scan(landing, stream, after.get(stream, ""))
+        if unreadable:
+            held[stream] = min(unreadable)
+        for found_path in files:
             path = os.path.abspath(found_path)
             st = os.stat(path)
             found.append(LandingFile(stream, path, st.st_size, st.st_mtime_ns // 1_000_000, root))
-    return sorted(found, key=lambda f: f.path)
+    return sorted(found, key=lambda f: f.path), held
 
 
-def unread(landing: str | Path) -> list[str]:
+def unread(landing: str | Path, after: dict[str, str] | None = None) -> list[str]:
     """What a run will not read, for a warning (relative paths): first what needs a look
     (missing stream folders; hidden or unreadable files, with why), then files in the
-    stream folders not named `*.jsonl[.gz]` and anything else at the landing's top."""
+    stream folders not named `*.jsonl[.gz]` and anything else at the landing's top. In the
+    streams, only from the paths in `after` on if given (`listing`)."""
+    after = after or {}
     if is_uri(landing):
-        scans = {stream: _scan_objects(str(landing), stream) for stream in STREAMS}
+        scans = {stream: _scan_objects(str(landing), stream, after.get(stream, "")) for stream in STREAMS}
         problems = [f"{stream}/ (no such folder)" for stream, (found, notes) in scans.items() if not found + notes]
         notes = sorted(note for _, found_notes in scans.values() for note in found_notes)
         top = sorted(entry.name for entry in objectstore.listing(str(landing), recursive=False))
@@ -241,7 +277,7 @@ def unread(landing: str | Path) -> list[str]:
     for stream in STREAMS:
         if not (Path(landing) / stream).is_dir():
             problems.append(f"{stream}/ (no such folder)")
-        for path, why in sorted(_scan(landing, stream)[1]):
+        for path, why in sorted(_scan(landing, stream, after.get(stream, ""))[1]):
             if why:
                 problems.append(f"{path} ({why})")
             else:
@@ -249,9 +285,9 @@ def unread(landing: str | Path) -> list[str]:
     return problems + others
 
 
-def unread_warning(landing: str | Path, shown: int = 5) -> str | None:
+def unread_warning(landing: str | Path, shown: int = 5, after: dict[str, str] | None = None) -> str | None:
     """One line naming what `unread` finds, or None."""
-    return warning(unread(landing), shown)
+    return warning(unread(landing, after), shown)
 
 
 def warning(notes: list[str], shown: int = 5) -> str | None:
@@ -262,13 +298,3 @@ def warning(notes: list[str], shown: int = 5) -> str | None:
     return (f"correlake: warning: not read from the landing zone (only readable <stream>/**/*.jsonl[.gz] "
             f"are): {', '.join(notes[:shown])}{more}")
 
-
-def new_files(landing: str | Path, ingested: set[tuple]) -> list[LandingFile]:
-    """Files whose (path, size, mtime) was not ingested before; one larger than the largest
-    version of its path ingested grew in place (a producer appended to it): that version's
-    size as its `read_before`."""
-    read = {}
-    for path, size, _ in ingested:
-        read[path] = max(read.get(path, 0), size)
-    return [replace(f, read_before=read.get(f.path, 0) if read.get(f.path, 0) < f.size else 0)
-            for f in list_files(landing) if f.identity not in ingested]

@@ -9,7 +9,7 @@ import pyarrow.compute as pc
 from deltalake import DeltaTable
 
 from correlake.contract.schemas import INGESTED_FILES, RUNS
-from correlake.lake.deltars import from_rows, read, tuples, write
+from correlake.lake.deltars import from_rows, listed, read, select, tuples, write
 from correlake.lake.deltars import table as _table
 
 
@@ -33,10 +33,19 @@ def latest(lake: str, name: str, column: str, version: int | None = None) -> int
     return None if top is None else int(top.timestamp() * 1000)
 
 
-def ingested(lake: str) -> set[tuple]:
-    """The (path, size, modified_at) of every landing file ingested so far."""
+def ingested(lake: str, after: dict[str, str] | None = None) -> set[tuple]:
+    """The (path, size, modified_at) of every landing file ingested so far; with `after`, only
+    of each stream's paths from its path there on (a range: delta-rs skips the table's files
+    whose statistics hold none)."""
     table = _table(lake, "ingested_files")
-    return set() if table is None else set(tuples(_columns(table, "path", "size", "modified_at")))
+    if table is None:
+        return set()
+    columns = ["path", "size", "modified_at"]
+    if after is None:
+        return set(tuples(_columns(table, *columns)))
+    where = " OR ".join(f'("stream" = {listed([stream])} AND "path" >= {listed([mark])})'
+                        for stream, mark in after.items())
+    return set(tuples(select(table, columns, where)))
 
 
 def records_read(lake: str) -> int:

@@ -85,12 +85,14 @@ class Entry:
     modified_at: datetime
 
 
-def listing(uri: str, recursive: bool = True) -> list[Entry]:
-    """The objects under `uri` (a folder-like prefix), at any depth or only directly in it."""
+def listing(uri: str, recursive: bool = True, start_after: str = "") -> list[Entry]:
+    """The objects under `uri` (a folder-like prefix), at any depth or only directly in it;
+    only the keys after `start_after` if given (the store lists from there: `StartAfter`)."""
     bucket, prefix = split(uri)
     prefix = f"{prefix}/" if prefix else ""
     pages = client().get_paginator("list_objects_v2").paginate(
-        Bucket=bucket, Prefix=prefix, **({} if recursive else {"Delimiter": "/"}))
+        Bucket=bucket, Prefix=prefix, **({} if recursive else {"Delimiter": "/"}),
+        **({"StartAfter": start_after} if start_after else {}))
     return [Entry(item["Key"], item["Key"][len(prefix):], item["Size"], item["LastModified"]) for page in pages
             for item in page.get("Contents", [])]
 

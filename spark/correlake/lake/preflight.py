@@ -10,22 +10,23 @@ from pathlib import Path
 
 from correlake.config import DELTA_RETAIN_HOURS, absolute, allowed_roots, allowed_uris, is_uri, table_path
 from correlake.errors import UsageError
-from correlake.lake import objectstore, tables
+from correlake.lake import discovery, objectstore, tables
 from correlake.lake.landing import check_locations, unread_warning
 from correlake.text import escape
 
 
-def check_run(landing: str | None, lake: str) -> str | None:
+def check_run(landing: str | None, lake: str, full_listing: bool = False) -> str | None:
     """Before a run over `landing`, or a rebuild (None): UsageError unless the landing and
     the lake can be used (the lake folder is created if need be), or the lake holds bronze
-    to rebuild from. Returns the warning naming what the landing holds that a run will not read."""
+    to rebuild from. Returns the warning naming what the landing holds that a run will not read
+    (where the run lists: `discovery.marks`)."""
     require_supported(lake)
     if landing is None:
         require_bronze(lake)
         return None
     require_supported(landing)
     check_locations(landing, lake)
-    return unread_warning(landing)
+    return unread_warning(landing, after=discovery.marks(lake, full_listing))
 
 
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")

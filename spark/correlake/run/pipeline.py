@@ -31,14 +31,15 @@ __all__ = ["RunResult", "run"]
 
 def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | None = None,
         max_quarantine_ratio: float | None = None, wait_seconds: float = 0.0, rebuild: bool = False,
-        dry_run: bool = False, path: str | None = None) -> RunResult:
+        dry_run: bool = False, path: str | None = None, full_listing: bool = False) -> RunResult:
     """Ingest what is new in `landing` (or, to rebuild, recompute silver and gold from
     bronze) and bring silver and gold up to date; with `dry_run`, stop after the gates.
-    `path` forces the small-run path (`small`) or Spark's (`spark`); None: CORRELAKE_RUN_PATH."""
+    `path` forces the small-run path (`small`) or Spark's (`spark`); None: CORRELAKE_RUN_PATH.
+    `full_listing`: the whole landing listed, not only what follows the last ingested paths."""
     with run_lock(lake_dir, wait_seconds):
         staged = StagedRun.prepare(spark, landing, lake_dir, lambda _: MemoryStore(), as_of=as_of,
                                    max_quarantine_ratio=max_quarantine_ratio, rebuild=rebuild, dry_run=dry_run,
-                                   path=path)
+                                   path=path, full_listing=full_listing)
         if isinstance(staged, RunResult):
             return staged
         gx.import_ahead()  # a fresh process's first gate need not wait for it

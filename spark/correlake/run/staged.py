@@ -24,9 +24,9 @@ from correlake.config import TABLES, default_max_quarantine_ratio, run_path, tab
 from correlake.contract.schemas import SCOPE
 from correlake.errors import CorrelakeError
 from correlake.lake import as_of as lake_as_of
-from correlake.lake import deltars, journal, meta, tables
+from correlake.lake import deltars, discovery, journal, meta, tables
+from correlake.lake.discovery import Found, find
 from correlake.lake.journal import journalled, rollback
-from correlake.lake.landing import new_files
 from correlake.lake.restate import restate
 from correlake.quality import gates
 from correlake.run import writes
@@ -73,17 +73,19 @@ class StagedRun:
     @classmethod
     def prepare(cls, spark: SparkSession, landing: str | None, lake_dir: str, store_for: Callable,
                 as_of: int | None = None, max_quarantine_ratio: float | None = None, rebuild: bool = False,
-                dry_run: bool = False, path: str | None = None) -> StagedRun | RunResult:
+                dry_run: bool = False, path: str | None = None, full_listing: bool = False) -> StagedRun | RunResult:
         """Plan a run over the landing's new files (or, to rebuild, over bronze alone), its
         frames in `store_for(run_id)`, on `path` (config.RUN_PATHS; None: CORRELAKE_RUN_PATH).
         With nothing new, a `nothing_new` result is returned, after re-evaluating the statuses
-        if `as_of` moved (a dry run only says it would). The caller holds the lake's lock."""
+        if `as_of` moved (a dry run only says it would). `full_listing`: the whole landing listed
+        (discovery.py). The caller holds the lake's lock."""
         rolled_back = rollback(lake_dir)
         run_id = new_run_id()
         migrated = not dry_run and lake_as_of.migrate(spark, lake_dir, f"{run_id}-migration")
         outbox_migrated = None if dry_run else migrate_outbox(spark, lake_dir, f"{run_id}-outbox-migration")
         last = meta.last_event_time(lake_dir)
-        files = [] if rebuild else new_files(landing, meta.ingested(lake_dir))
+        found = Found([], False) if rebuild else find(landing, lake_dir, full_listing)
+        files = found.files
         if not files and not rebuild:
             result = _refresh_only(spark, lake_dir, last, as_of, dry_run)
             result.rolled_back, result.migrated, result.outbox_migrated = rolled_back, migrated, outbox_migrated
@@ -92,7 +94,7 @@ class StagedRun:
         plan = Plan(run_id, files, {name: tables.version(table_path(lake_dir, name)) for name in TABLES}, ratio,
                     last, RunResult(run_id, files=len(files), as_of=as_of, rebuild=rebuild, rolled_back=rolled_back,
                                     migrated=migrated, outbox_migrated=outbox_migrated, max_quarantine_ratio=ratio),
-                    meta.records_read(lake_dir), path or run_path())
+                    meta.records_read(lake_dir), path or run_path(), found.full, found.held)
         staged = cls(spark, lake_dir, plan, store_for(run_id))
         staged.store.save_plan(plan)
         return staged
@@ -156,6 +158,9 @@ class StagedRun:
                             "this run was not published: start a new one")
         with journalled(self.spark, self.lake_dir, self.run_id):
             self._timed("write", self._write)
+        if not self.result.rebuild:  # after the commit: a run that did not publish leaves the marks
+            discovery.record_published(self.lake_dir, self.plan.files, set(self.result.not_read),
+                                       self.plan.full_listing, self.plan.held)
         self.discard()
         return self.result
 

@@ -18,13 +18,13 @@ from correlake.run.store import forget_old_staged_runs, staged_run
 
 def prepare(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | None = None,
             max_quarantine_ratio: float | None = None, rebuild: bool = False, dry_run: bool = False,
-            wait_seconds: float = AIRFLOW_LOCK_WAIT_SECONDS) -> str | RunResult:
+            wait_seconds: float = AIRFLOW_LOCK_WAIT_SECONDS, full_listing: bool = False) -> str | RunResult:
     """Plan a staged run; its id, or the `nothing_new` result when there is nothing new."""
     forget_old_staged_runs(lake_dir)
     with run_lock(lake_dir, wait_seconds):
         staged = StagedRun.prepare(spark, landing, lake_dir, lambda run_id: staged_run(lake_dir, run_id),
                                    as_of=as_of, max_quarantine_ratio=max_quarantine_ratio, rebuild=rebuild,
-                                   dry_run=dry_run)
+                                   dry_run=dry_run, full_listing=full_listing)
     return staged.run_id if isinstance(staged, StagedRun) else staged
 
 

@@ -5,7 +5,7 @@ one process runs every stage (`MemoryStore`), as Parquet under
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -33,6 +33,8 @@ class Plan:
     result: RunResult
     history_records: int = 0  # the records the lake's runs read before this one
     path: str = "auto"  # the run's path (config.RUN_PATHS): `auto` lets its size decide
+    full_listing: bool = False  # whether its files were found by a full listing (lake/discovery.py)
+    held: dict[str, str] = field(default_factory=dict)  # stream -> its lowest listed file that could not be read
 
     @property
     def interpreted(self) -> bool:
@@ -64,7 +66,8 @@ class Plan:
                              f"{sorted(raw['versions'])}); it cannot be published: start a new run")
         return cls(raw["run_id"], [LandingFile(**f) for f in raw["files"]], raw["versions"],
                    raw["max_quarantine_ratio"], raw["last_event_time"], RunResult(**raw["result"]),
-                   raw.get("history_records", 0), raw.get("path", "auto"))
+                   raw.get("history_records", 0), raw.get("path", "auto"), raw.get("full_listing", False),
+                   raw.get("held", {}))
 
 
 class MemoryStore:

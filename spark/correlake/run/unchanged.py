@@ -7,14 +7,13 @@ the run itself."""
 from __future__ import annotations
 
 from correlake.lake import as_of as lake_as_of
-from correlake.lake import meta
+from correlake.lake import discovery, meta
 from correlake.lake.journal import unfinished_run
-from correlake.lake.landing import new_files
 from correlake.run import outbox
 from correlake.run.result import RunResult
 
 
-def check(landing: str, lake: str, as_of: int | None = None) -> RunResult | None:
+def check(landing: str, lake: str, as_of: int | None = None, full_listing: bool = False) -> RunResult | None:
     """The result of a run that would find nothing new and leave `as_of` where it is, or
     None if the run has something to do (or this check cannot tell). It only reads, without
     the lake's lock (the run takes it once, if it runs): racing another run, it answers as
@@ -24,7 +23,7 @@ def check(landing: str, lake: str, as_of: int | None = None) -> RunResult | None
         return None
     if lake_as_of.needs_migration(lake) or outbox.needs_migration(lake):
         return None
-    if new_files(landing, meta.ingested(lake)):
+    if discovery.find(landing, lake, full_listing).files:
         return None
     target, before = lake_as_of.moves(lake, as_of, meta.last_event_time(lake))
     if before is not None:  # the statuses are re-evaluated at the new as_of

@@ -19,8 +19,7 @@ from datetime import datetime, timezone
 
 from correlake.delivery.deliver import DeliveryBusy, PassResult, tallied
 from correlake.errors import first_line
-from correlake.lake import meta
-from correlake.lake.landing import new_files
+from correlake.lake.discovery import find
 from correlake.lake.lock import LakeBusy
 from correlake.quality.gates import GateFailed
 from correlake.run import pipeline, unchanged
@@ -53,7 +52,7 @@ class Watch:
     def run_step(self) -> RunResult | None:
         if unchanged.check(self.landing, self.lake) is not None:
             return None
-        pending = frozenset(f.identity for f in new_files(self.landing, meta.ingested(self.lake)))
+        pending = frozenset(f.identity for f in find(self.landing, self.lake).files)
         if pending and pending <= self.failed_on:
             return None  # the files a gate failed on, and nothing new with them
         started = time.perf_counter()

@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from correlake.config import MAX_QUARANTINE_RATIO, absolute, run_path
+from correlake.config import FULL_LISTING_SECONDS, MAX_QUARANTINE_RATIO, absolute, run_path
 from correlake.errors import EXIT_GATE, EXIT_OK
 from correlake.interfaces import options
 from correlake.lake import preflight
@@ -19,38 +19,42 @@ def add_parser(sub) -> argparse.ArgumentParser:
     parser.add_argument("--max-quarantine-ratio", type=options.ratio, default=None,
                         help="fail when more than this share of the records read is quarantined "
                              f"(default: $CORRELAKE_MAX_QUARANTINE_RATIO, else {MAX_QUARANTINE_RATIO})")
+    parser.add_argument("--full-listing", action="store_true",
+                        help="list the whole landing, not only the paths from each stream's last ingested one on: "
+                             "finds files written out of lexical order (done every "
+                             f"{FULL_LISTING_SECONDS // 3600} h anyway)")
     options.add_run_options(parser)
     return parser
 
 
 def main(args: argparse.Namespace) -> int:
     return execute(args.landing, args.lake, as_of=args.as_of, max_quarantine_ratio=args.max_quarantine_ratio,
-                   wait=args.wait, dry_run=args.dry_run)
+                   wait=args.wait, dry_run=args.dry_run, full_listing=args.full_listing)
 
 
 def execute(landing: str | None, lake: str, as_of: int | None = None, max_quarantine_ratio: float | None = None,
-            wait: float = 0.0, dry_run: bool = False) -> int:
+            wait: float = 0.0, dry_run: bool = False, full_listing: bool = False) -> int:
     """A run over `landing`, or a rebuild (None), on the driver if one serves; its summary printed.
     A run that would find nothing to do says so without starting Spark (`run/unchanged.py`)."""
     from correlake.lake.lock import check_free
     from correlake.run import unchanged
     from correlake.run.summary import summary
 
-    if warning := preflight.check_run(landing, lake):
+    if warning := preflight.check_run(landing, lake, full_listing):
         print(warning, file=sys.stderr)
     started = time.perf_counter()
     # absolute paths: a driver has its own working directory
     landing, lake = (None if landing is None else absolute(landing)), absolute(lake)
     if not wait:
         check_free(lake)  # before Spark starts
-    result = None if landing is None else unchanged.check(landing, lake, as_of)
+    result = None if landing is None else unchanged.check(landing, lake, as_of, full_listing)
     if result is None:
         from correlake.driver import client
         from correlake.quality.gates import GateFailed
         from correlake.run import pipeline
         try:
             result = client.call(pipeline.run, landing, lake, as_of=as_of, max_quarantine_ratio=max_quarantine_ratio,
-                                 wait_seconds=wait, rebuild=landing is None, dry_run=dry_run,
+                                 wait_seconds=wait, rebuild=landing is None, dry_run=dry_run, full_listing=full_listing,
                                  path=run_path())  # the caller's setting, not the driver's
         except GateFailed as exc:
             print(f"correlake: FAILED — {exc}", file=sys.stderr)

@@ -1,0 +1,100 @@
+"""Which landing files are new, at a cost that follows what is new (docs/design.md *Discovery*).
+
+Producers write lexically ordered paths per stream. The lake keeps, per stream, its mark:
+the greatest path below which every listed file was ingested (`_state/discovery.json`,
+written after a run's publish, so that a failed or rolled back run never moves it). A run
+lists only the paths at or after the marks (the mark's own file included: it may have
+grown) and reads `_meta/ingested_files` by that range. A full listing, every
+FULL_LISTING_SECONDS or on demand, finds what was written below a mark.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+
+from correlake.config import FULL_LISTING_SECONDS, STREAMS
+from correlake.lake import meta
+from correlake.lake.files import state
+from correlake.lake.landing import LandingFile, listing
+
+RECORD = "discovery.json"
+
+
+@dataclass(frozen=True)
+class Found:
+    files: list[LandingFile]  # the new files, sorted by path
+    full: bool  # whether the whole landing was listed
+    held: dict[str, str] = field(default_factory=dict)  # stream -> its lowest listed file that cannot be read
+
+
+def _record(lake: str) -> dict:
+    try:
+        return json.loads(state(lake).read(RECORD) or "{}")
+    except (OSError, ValueError):
+        return {}  # unreadable: a full listing, and the next publish writes it again
+
+
+def _write(lake: str, marks: dict[str, str], full_listed_at: int | None) -> None:
+    state(lake).write(RECORD, json.dumps({"marks": marks, "full_listed_at": full_listed_at}))
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def marks(lake: str, full: bool = False, now: int | None = None) -> dict[str, str] | None:
+    """Each stream's mark for an incremental listing ("": the whole stream), or None when the
+    listing is a full one: asked for, due (FULL_LISTING_SECONDS since the last), or no mark yet."""
+    record = _record(lake)
+    last, found = record.get("full_listed_at"), record.get("marks") or {}
+    now = now_ms() if now is None else now
+    if full or not found or last is None or now - last >= FULL_LISTING_SECONDS * 1000:
+        return None
+    return {stream: found.get(stream, "") for stream in STREAMS}
+
+
+def find(landing: str, lake: str, full: bool = False, now: int | None = None) -> Found:
+    """The landing's new files: those whose (path, size, mtime) was not ingested; one larger
+    than the largest version of its path ingested grew in place (`LandingFile.read_before`).
+    A full listing that finds nothing new is recorded as the last one."""
+    after = marks(lake, full, now)
+    if after is not None:
+        ingested = meta.ingested(lake, after)
+        if all(not mark or mark in {path for path, _, _ in ingested} for mark in after.values()):
+            return _found(landing, ingested, after)
+        # a mark no longer among the ingested files (the table restored): a full listing
+    found = _found(landing, meta.ingested(lake), None)
+    record = _record(lake)
+    if not found.files and record.get("marks"):
+        _write(lake, record["marks"], now_ms() if now is None else now)
+    return found
+
+
+def _found(landing: str, ingested: set[tuple], after: dict[str, str] | None) -> Found:
+    files, held = listing(landing, after)
+    read = {}
+    for path, size, _ in ingested:
+        read[path] = max(read.get(path, 0), size)
+    new = [f.grown(read.get(f.path, 0)) for f in files if f.identity not in ingested]
+    return Found(new, after is None, held)
+
+
+def record_published(lake: str, files: list[LandingFile], not_read: set[str], full: bool, held: dict[str, str],
+                     now: int | None = None) -> None:
+    """After a run's publish of `files` (those in `not_read` refused when read): each stream's
+    mark moved to the greatest path the run ingested below the lowest it could not (`held`:
+    listed, or refused), never back; and the time of a full listing."""
+    record = _record(lake)
+    moved = dict(record.get("marks") or {})
+    for stream in STREAMS:
+        refused = [f.path for f in files if f.stream == stream and f.path in not_read]
+        below = min(filter(None, [held.get(stream), *refused]), default=None)
+        paths = [f.path for f in files if f.stream == stream and f.path not in not_read
+                 and (below is None or f.path < below)]
+        if paths and max(paths) > moved.get(stream, ""):
+            moved[stream] = max(paths)
+    last = (now_ms() if now is None else now) if full else record.get("full_listed_at")
+    if moved != record.get("marks") or last != record.get("full_listed_at"):
+        _write(lake, moved, last)
