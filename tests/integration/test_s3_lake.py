@@ -53,7 +53,7 @@ def test_a_run_on_object_storage_gives_the_gold_of_a_local_run(s3_spark, s3_lake
     ingested = meta.ingested(lake)  # delta-rs, on the same store
     assert len(ingested) == 7 and all(path.startswith(f"{landing}/") for path, _, _ in ingested)
     state = keys(f"{lake}/_state")
-    assert state == ["published.json"], state  # no lock, no journal left behind
+    assert state == ["discovery.json", "published.json"], state  # no lock, no journal left behind
     assert json.loads(files.state(lake).read("published.json"))["versions"] == versions(lake)
 
 
@@ -63,7 +63,7 @@ def test_a_second_run_with_nothing_new_answers_without_spark_and_writes_nothing(
     assert unchanged.check(landing, lake).nothing_new
     assert cli.main(["run", "--landing", landing, "--lake", lake]) == 0
     assert "nothing new" in capsys.readouterr().out
-    assert versions(lake) == before and keys(f"{lake}/_state") == ["published.json"]
+    assert versions(lake) == before and keys(f"{lake}/_state") == ["discovery.json", "published.json"]
 
 
 def test_a_failed_run_leaves_gold_as_it_was_and_a_crashed_one_is_rolled_back(s3_spark, s3_lake, capsys):

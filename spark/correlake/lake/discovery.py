@@ -1,7 +1,7 @@
 """Which landing files are new, at a cost that follows what is new (docs/design.md *Discovery*).
 
 Producers write lexically ordered paths per stream. The lake keeps, per stream, its mark:
-the greatest path below which every listed file was ingested (`_state/discovery.json`,
+the greatest path below which every listed file of its landing was ingested (`_state/discovery.json`,
 written after a run's publish, so that a failed or rolled back run never moves it). A run
 lists only the paths at or after the marks (the mark's own file included: it may have
 grown) and reads `_meta/ingested_files` by that range. A full listing, every
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from correlake.config import FULL_LISTING_SECONDS, STREAMS
 from correlake.lake import meta
 from correlake.lake.files import state
-from correlake.lake.landing import LandingFile, listing
+from correlake.lake.landing import LandingFile, listing, root_of
 
 RECORD = "discovery.json"
 
@@ -36,21 +36,23 @@ def _record(lake: str) -> dict:
         return {}  # unreadable: a full listing, and the next publish writes it again
 
 
-def _write(lake: str, marks: dict[str, str], full_listed_at: int | None) -> None:
-    state(lake).write(RECORD, json.dumps({"marks": marks, "full_listed_at": full_listed_at}))
+def _write(lake: str, landing_root: str, marks: dict[str, str], full_listed_at: int | None) -> None:
+    state(lake).write(RECORD, json.dumps({"landing": landing_root, "marks": marks, "full_listed_at": full_listed_at}))
 
 
 def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def marks(lake: str, full: bool = False, now: int | None = None) -> dict[str, str] | None:
-    """Each stream's mark for an incremental listing ("": the whole stream), or None when the
-    listing is a full one: asked for, due (FULL_LISTING_SECONDS since the last), or no mark yet."""
+def marks(lake: str, landing: str, full: bool = False, now: int | None = None) -> dict[str, str] | None:
+    """Each stream's mark for an incremental listing of `landing` ("": the whole stream), or None
+    when the listing is a full one: asked for, due (FULL_LISTING_SECONDS since the last), no
+    mark yet, or the marks of another landing."""
     record = _record(lake)
     last, found = record.get("full_listed_at"), record.get("marks") or {}
     now = now_ms() if now is None else now
-    if full or not found or last is None or now - last >= FULL_LISTING_SECONDS * 1000:
+    if (full or not found or last is None or now - last >= FULL_LISTING_SECONDS * 1000
+            or record.get("landing") != root_of(landing)):
         return None
     return {stream: found.get(stream, "") for stream in STREAMS}
 
@@ -59,7 +61,7 @@ def find(landing: str, lake: str, full: bool = False, now: int | None = None) ->
     """The landing's new files: those whose (path, size, mtime) was not ingested; one larger
     than the largest version of its path ingested grew in place (`LandingFile.read_before`).
     A full listing that finds nothing new is recorded as the last one."""
-    after = marks(lake, full, now)
+    after = marks(lake, landing, full, now)
     if after is not None:
         ingested = meta.ingested(lake, after)
         if all(not mark or mark in {path for path, _, _ in ingested} for mark in after.values()):
@@ -67,8 +69,8 @@ def find(landing: str, lake: str, full: bool = False, now: int | None = None) ->
         # a mark no longer among the ingested files (the table restored): a full listing
     found = _found(landing, meta.ingested(lake), None)
     record = _record(lake)
-    if not found.files and record.get("marks"):
-        _write(lake, record["marks"], now_ms() if now is None else now)
+    if not found.files and record.get("marks") and record.get("landing") == root_of(landing):
+        _write(lake, record["landing"], record["marks"], now_ms() if now is None else now)
     return found
 
 
@@ -86,8 +88,8 @@ def record_published(lake: str, files: list[LandingFile], not_read: set[str], fu
     """After a run's publish of `files` (those in `not_read` refused when read): each stream's
     mark moved to the greatest path the run ingested below the lowest it could not (`held`:
     listed, or refused), never back; and the time of a full listing."""
-    record = _record(lake)
-    moved = dict(record.get("marks") or {})
+    record, root = _record(lake), files[0].root
+    moved = dict(record.get("marks") or {}) if record.get("landing") == root else {}
     for stream in STREAMS:
         refused = [f.path for f in files if f.stream == stream and f.path in not_read]
         below = min(filter(None, [held.get(stream), *refused]), default=None)
@@ -96,5 +98,5 @@ def record_published(lake: str, files: list[LandingFile], not_read: set[str], fu
         if paths and max(paths) > moved.get(stream, ""):
             moved[stream] = max(paths)
     last = (now_ms() if now is None else now) if full else record.get("full_listed_at")
-    if moved != record.get("marks") or last != record.get("full_listed_at"):
-        _write(lake, moved, last)
+    if moved != record.get("marks") or last != record.get("full_listed_at") or root != record.get("landing"):
+        _write(lake, root, moved, last)

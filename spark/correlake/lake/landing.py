@@ -230,6 +230,11 @@ def _unreadable(path: str, root: str) -> str | None:
     return None
 
 
+def root_of(landing: str | Path) -> str:
+    """The landing's identity, its files' `root`: a folder's real path, a prefix's absolute URI."""
+    return absolute(landing) if is_uri(landing) else os.path.realpath(landing)
+
+
 def list_files(landing: str | Path) -> list[LandingFile]:
     """Every readable `<landing>/<stream>/**/*.jsonl[.gz]`, sorted by path."""
     return listing(landing)[0]
@@ -241,12 +246,12 @@ def listing(landing: str | Path, after: dict[str, str] | None = None) -> tuple[l
     after = after or {}
     found, held = [], {}
     if is_uri(landing):
-        bucket, root = objectstore.split(str(landing))[0], absolute(landing)
+        bucket, root = objectstore.split(str(landing))[0], root_of(landing)
         found = [LandingFile(stream, f"s3a://{bucket}/{entry.key}", entry.size,
                              int(entry.modified_at.timestamp() * 1000), root)
                  for stream in STREAMS for entry in _scan_objects(str(landing), stream, after.get(stream, ""))[0]]
         return sorted(found, key=lambda f: f.path), held
-    root = os.path.realpath(landing)
+    root = root_of(landing)
     for stream in STREAMS:
         files, _, unreadable = _scan(landing, stream, after.get(stream, ""))
         if unreadable:

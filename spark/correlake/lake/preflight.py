@@ -26,7 +26,7 @@ def check_run(landing: str | None, lake: str, full_listing: bool = False) -> str
         return None
     require_supported(landing)
     check_locations(landing, lake)
-    return unread_warning(landing, after=discovery.marks(lake, full_listing))
+    return unread_warning(landing, after=discovery.marks(lake, landing, full_listing))
 
 
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
