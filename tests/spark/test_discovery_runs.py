@@ -1,0 +1,59 @@
+"""Runs that find the landing's new files from each stream's mark (`lake/discovery.py`), on
+one lake: a file written below the mark is not found by the runs within the full-listing
+interval and is by the next full listing; a file at the mark that grew has its new lines
+read once; a run that fails after listing leaves the marks where they were."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from support.helpers import opened, publish, write_jsonl
+
+from correlake.config import FULL_LISTING_SECONDS
+from correlake.lake import discovery, files, meta
+from correlake.run import pipeline
+
+T0 = 1_790_000_000_000
+DAY = FULL_LISTING_SECONDS * 1000
+
+
+def record(lake: str) -> dict:
+    return json.loads(files.state(lake).read(discovery.RECORD))
+
+
+def positions(spark, lake: str) -> list[int]:
+    return sorted(r.position for r in spark.read.format("delta").load(f"{lake}/bronze/messages").collect())
+
+
+def test_a_file_below_the_mark_waits_for_the_full_listing_a_grown_one_is_read_once_a_failed_run_moves_nothing(
+        spark, tmp_path, monkeypatch):
+    landing, lake = tmp_path / "landing", str(tmp_path / "lake")
+    write_jsonl(landing / "messages/2026-12-04/10/a.jsonl", [publish(1, "k1", T0)])
+    write_jsonl(landing / "workflow_events/2026-12-04/10/w.jsonl", [opened(1, "k1", T0 - 1000)])
+    assert pipeline.run(spark, str(landing), lake).files == 2  # the first run: a full listing
+    listed_at = record(lake)["full_listed_at"]
+    late = write_jsonl(landing / "messages/2026-12-04/09/late.jsonl", [publish(2, "k2", T0 + 1)])  # out of order
+    b = write_jsonl(landing / "messages/2026-12-04/11/b.jsonl", [publish(3, "k3", T0 + 2)])
+    assert pipeline.run(spark, str(landing), lake).files == 1  # b only: late is below the mark
+    assert str(late) not in {path for path, _, _ in meta.ingested(lake)}
+
+    with open(b, "a") as grown:  # b, the mark now, grows
+        grown.write(json.dumps(publish(4, "k4", T0 + 3)) + "\n")
+    c = write_jsonl(landing / "messages/2026-12-04/12/c.jsonl", [publish(5, "k5", T0 + 4)])
+    before = record(lake)
+    with monkeypatch.context() as patch:  # fails after its tables' commits (its journal rolls them back)
+        patch.setattr(meta, "record_run", lambda *_: (_ for _ in ()).throw(RuntimeError("failed")))
+        with pytest.raises(RuntimeError, match="failed"):
+            pipeline.run(spark, str(landing), lake)
+    assert record(lake) == before and str(c) not in {path for path, _, _ in meta.ingested(lake)}
+    result = pipeline.run(spark, str(landing), lake)
+    assert (result.files, result.records_read) == (2, 2)  # b's new line, c's
+    assert positions(spark, lake) == [1, 3, 4, 5] and record(lake)["marks"]["messages"] == str(c)
+
+    # when: the last full listing + FULL_LISTING_SECONDS by the runs' clock, or on demand
+    assert discovery.find(str(landing), lake, now=listed_at + DAY - 1).files == []
+    assert [f.path for f in discovery.find(str(landing), lake, now=listed_at + DAY).files] == [str(late)]
+    result = pipeline.run(spark, str(landing), lake, full_listing=True)
+    assert (result.files, result.records_read) == (1, 1) and positions(spark, lake) == [1, 2, 3, 4, 5]
+    assert record(lake)["full_listed_at"] >= listed_at and discovery.find(str(landing), lake).files == []
