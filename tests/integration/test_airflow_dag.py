@@ -70,7 +70,7 @@ def test_dagbag_loads_the_dag_with_its_schedule_params_retries_and_assets(correl
         assert dag.get_task(downstream).upstream_task_ids == {upstream}
     assert isinstance(dag.timetable, CronDataIntervalTimetable) and dag.timetable.expression == "0 * * * *"
     assert (dag.catchup, dag.max_active_runs) == (False, 1)
-    assert set(dag.params) == {"as_of", "rebuild", "max_quarantine_ratio", "dry_run"}
+    assert set(dag.params) == {"as_of", "rebuild", "max_quarantine_ratio", "dry_run", "full_listing"}
     assert dag.dagrun_timeout == timedelta(hours=6)
     for task in dag.tasks:
         gate = task.task_id.startswith("gate_")
@@ -146,8 +146,8 @@ def test_a_param_the_dag_does_not_take_fails_the_run_before_anything_runs(correl
     run = correlake_dag.test(run_conf={"dryrun": True})  # a typo of dry_run would publish for real
     states = _states(run)
     assert states["prepare"] == "failed" and {states[t] for t in TASKS[1:]} == {"upstream_failed"}
-    assert "unknown params ['dryrun']: this DAG takes ['as_of', 'dry_run', 'max_quarantine_ratio', " in "".join(
-        capfd.readouterr())
+    assert ("unknown params ['dryrun']: this DAG takes ['as_of', 'dry_run', 'full_listing', 'max_quarantine_ratio', "
+            in "".join(capfd.readouterr()))
     assert _gold_versions(lake) == before
 
 
