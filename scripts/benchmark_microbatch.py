@@ -154,7 +154,7 @@ def main() -> None:
     for b in range(args.batches):
         start_ms = BASE_MS + HOUR_MS + b * 60_000
         for path in paths:
-            micro_batch(out / f"landing-{path}", args.pairs, position, start_ms, f"micro-{b}")
+            micro_batch(out / f"landing-{path}", args.pairs, position, start_ms, f"micro-{b:04d}")
             run = run_once(spark, args.via, path, out / f"landing-{path}", out / f"lake-{path}")
             if args.profile and b == args.batches - 1:
                 report.setdefault("profile", {})[path] = job_profile(out / "events", run["jobs"])

@@ -372,8 +372,9 @@ def test_a_hidden_file_or_folder_is_not_recorded_as_ingested_and_is_read_once_re
     assert [r["position"] for r in table(spark, lake_dir, "bronze_messages").collect()] == [2]
     ingested = [r["path"] for r in table(spark, lake_dir, "ingested_files").collect()]
     assert not [p for p in ingested if p.endswith(("/_a.jsonl", "/c.jsonl"))]
-    (landing / "messages" / "_a.jsonl").rename(landing / "messages" / "a.jsonl")
-    (landing / "messages" / "_staging" / "c.jsonl").rename(landing / "messages" / "c.jsonl")
+    (landing / "messages" / "next").mkdir()  # after the paths ingested (`linked/`): the producer's contract
+    (landing / "messages" / "_a.jsonl").rename(landing / "messages" / "next" / "a.jsonl")
+    (landing / "messages" / "_staging" / "c.jsonl").rename(landing / "messages" / "next" / "c.jsonl")
     pipeline.run(spark, str(landing), lake_dir)
     assert sorted(r["position"] for r in table(spark, lake_dir, "bronze_messages").collect()) == [1, 2, 3]
 

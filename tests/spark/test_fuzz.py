@@ -147,7 +147,7 @@ class FuzzLanding:
 
     def write_special(self, stream: str, tag: str) -> None:
         """Empty and zero-byte files, blank-only gzip, truncated and corrupt gzip."""
-        folder = self.root / stream / "special"
+        folder = self.root / stream / tag / "special"  # after the earlier runs' paths, as a producer writes
         folder.mkdir(parents=True, exist_ok=True)
         for name, content in ((f"{tag}-empty.jsonl", b""), (f"{tag}-zero.jsonl.gz", b""),
                               (f"{tag}-blank.jsonl.gz", gzip.compress(b"\n \n\r\n"))):

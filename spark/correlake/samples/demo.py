@@ -144,7 +144,7 @@ def write_demo_landing(landing: Path, hours: int = 3, seed: int = 7, orders_per_
         for i, (hour, records) in enumerate(sorted(by_hour.items())):
             _write(landing / stream / f"{hour}.jsonl", records, gz=(i % 2 == 1),
                    extra_lines=bad if stream == "messages" and i == 0 else ())
-        if stream == "messages":  # a re-delivered file: exact replays
+        if stream == "messages":  # a re-delivered file: exact replays (named in its hour's order)
             first_hour = sorted(by_hour)[0]
-            _write(landing / stream / "redelivered" / f"{first_hour.replace('/', '-')}.jsonl", by_hour[first_hour][:20])
+            _write(landing / stream / f"{first_hour}-redelivered.jsonl", by_hour[first_hour][:20])
     return {"messages": len(world.messages), "workflow_events": len(world.events), "bad": len(bad)}

@@ -74,7 +74,7 @@ def generate(landing: Path, messages: int, events: int, skew: str, seed: int = 1
                             "process_instance_key": f"p{eik}"})
         pos += 1
     for stream, rows in (("messages", msg_rows), ("workflow_events", ev_rows)):
-        folder = landing / stream / f"batch-{first_position}"
+        folder = landing / stream / f"batch-{first_position:012d}"  # lexically ordered: docs/design.md *Discovery*
         folder.mkdir(parents=True, exist_ok=True)
         for f in range(files):
             with open(folder / f"part-{f}.jsonl", "w") as out:
