@@ -400,7 +400,8 @@ def test_a_file_that_grows_in_place_gives_its_new_lines_once_and_its_old_ones_no
         f.write(whole[10:] + json.dumps(m(4)) + "\n")
     with open(b, "ab") as f:
         f.write(gzip.compress((json.dumps(m(11)) + "\n").encode()))
-    second = pipeline.run(spark, str(landing), lake_dir)
+    # a.jsonl grew below the stream's mark (b.jsonl.gz): found by a full listing (lake.md, Discovery)
+    second = pipeline.run(spark, str(landing), lake_dir, full_listing=True)
     assert (second.records_read, second.replays, second.quarantined_total) == (3, 0, 0)
     bronze = sorted((r["position"], r["_line"], r["_is_replay"]) for r in table(spark, lake_dir, "bronze_messages")
                     .collect())
