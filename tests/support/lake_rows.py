@@ -13,8 +13,8 @@ from correlake.lake import deltars
 # What two lakes given the same runs may hold differently: when a run ingested its files,
 # and in `_meta/runs` when it started and finished and its summary (its timings, the path
 # it took). Run ids are drawn per run: they are replaced by the run's number.
-WHEN = {"_ingested_at"}
-RUN_WHEN = {"started_at", "finished_at", "summary"}
+WHEN = frozenset({"_ingested_at"})
+RUN_WHEN = frozenset({"started_at", "finished_at", "summary"})
 RUN_IDS = frozenset({"_run_id", "run_id"})
 
 
