@@ -1,20 +1,22 @@
 """Random streams through the real pipeline against the reference model.
 
-Many generated cases go through one run, each under its own tenant prefix and
-position range, on Spark's path; then the same records, split into 3-4 increments that
-arrive in shuffled order, go through three lakes run by run: one forced on the small-run
-path, one forced on Spark's (`pipeline.run(path=…)`), one on a path drawn per run. After
-every run each lake's gold and outbox must be the reference model's of the records so far
-(semantics rule 4: late records restate what earlier runs decided), every table of the
-three lakes must hold the same data (`lake_rows`: run ids as run numbers, run times and
-summaries aside), and no CORRELATED event may be RETRACTED without late input to explain
-it (`outbox_model.unexplained_retractions`). The last increment also brings the first
-again, in files of other names (a retried delivery): it changes nothing. At the end the
-split gives the one run's gold, and `correlake rebuild` gives it again. Every gold column
-is compared (`helpers.assert_gold_equals`); the views `explanations` and `near_misses` of the one run
-must equal those the explanations model computes from the model's gold (`explanations_model.py`).
-The cases, the split, the shuffle and the drawn paths all come from CORRELAKE_TEST_SEED
-(generators.SEED), which the test prints: set it to replay a failure.
+Many generated cases go through one run, each under its own tenant prefix and position
+range, on Spark's path; then the same records, split into 3-4 increments that arrive in
+shuffled order, go through three lakes run by run: one forced on the small-run path, one
+forced on Spark's (`pipeline.run(path=…)`), one on a path drawn per run (each path at
+least once: it switches). After every run each lake's gold and outbox must be the
+reference model's of the records so far (semantics rule 4: late records restate what
+earlier runs decided), every table of the three lakes must hold the same data
+(`lake_rows`: run ids as run numbers, run times and summaries aside), and no CORRELATED
+event may be RETRACTED without late input to explain it
+(`outbox_model.unexplained_retractions`). The last increment also brings the first again,
+in files of other names (a retried delivery): it changes nothing. At the end the split
+gives the one run's gold, and `correlake rebuild` gives it again. Every gold column is
+compared (`helpers.assert_gold_equals`); the views `explanations` and `near_misses` of the
+one run must equal those the explanations model computes from the model's gold
+(`explanations_model.py`). The cases, the split, the shuffle and the drawn paths all come
+from CORRELAKE_TEST_SEED (generators.SEED), which the test prints: set it to replay a
+failure.
 """
 
 from __future__ import annotations
@@ -87,7 +89,8 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
     rnd = random.Random(SEED)
     chunks = shuffled_chunks(messages, events, rnd, 4, min_chunks=3)
     increments = [[c] for c in chunks[:-1]] + [[chunks[-1], chunks[0]]]
-    drawn = [rnd.choice(PATHS) for _ in increments]
+    drawn = [*PATHS, *(rnd.choice(PATHS) for _ in increments[2:])]  # both paths, so the lake switches at least once
+    rnd.shuffle(drawn)
     print(f"increments of {[sum(map(len, c)) for c in chunks]} records; the drawn lake's paths {drawn}")
     root = tmp_path_factory.mktemp("split")
     lakes = {name: str(root / name) for name in (*PATHS, "drawn")}
