@@ -3,7 +3,8 @@ landing of 40 ingested files and on one of --files (100,000) ingested files, by 
 
     .venv/bin/python scripts/benchmark_age.py [--files 100000] [--turns 3] [--out .local/bench-age]
 
-Not run by CI. One SparkSession, as on the kept driver. Each landing gets one real run
+Not run by CI. One SparkSession, as on the kept driver; the landings declared ordered
+(CORRELAKE_FULL_LISTING_HOURS=24). Each landing gets one real run
 over its first hour (20 files per stream, `samples/workload.micro_batch`). The large
 landing then gets its older files, hourly folders before that hour, and their rows of
 `_meta/ingested_files` are written directly with delta-rs, as a backfill would (one
@@ -69,6 +70,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--out", default=str(ROOT / ".local" / "bench-age"))
     args = parser.parse_args()
+    os.environ.setdefault("CORRELAKE_FULL_LISTING_HOURS", "24")  # the landings' paths are lexically ordered
 
     from correlake.run import pipeline
     from correlake.runtime.session import get_spark

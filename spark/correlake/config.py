@@ -57,10 +57,6 @@ STAGED_RUN_MAX_AGE_SECONDS = 24 * 3600  # frames an abandoned Airflow run staged
 DATA_DOCS_INDEX_VALIDATIONS = 50  # the latest validations the Data Docs index lists (10 runs' gates)
 
 STREAMS = ("messages", "workflow_events")
-# A run lists only the landing paths at or after each stream's last ingested one (producers
-# write lexically ordered paths: docs/design.md *Discovery*); every this long by the runs'
-# clock, or on demand (`run --full-listing`), it lists the whole landing instead.
-FULL_LISTING_SECONDS = 24 * 3600
 STAGE_NAMES = ("bronze", "silver", "gold")  # the stages of a run, in order (run/stages.STAGES)
 
 # Lake layout: logical name -> path relative to the lake root.
@@ -262,6 +258,13 @@ def delivery_delay_ms() -> int:
     return round(seconds * 1000)
 
 
+def full_listing_seconds() -> int:
+    """CORRELAKE_FULL_LISTING_HOURS: 0 (the default), every run lists the whole landing; N, its
+    producers write lexically ordered paths (docs/lake.md *Discovery*) and a run lists from
+    each stream's last ingested path on, the whole landing every N hours (or `--full-listing`)."""
+    return round(_env_number("CORRELAKE_FULL_LISTING_HOURS", 0, float, 0.0, 10 ** 6, "0 or more hours") * 3600)
+
+
 def validate() -> None:
     """Every setting from the environment usable, or ConfigError (before any work starts)."""
     settings = SparkSettings()
@@ -281,6 +284,7 @@ def validate() -> None:
     allowed_roots()
     allowed_uris()
     delivery_delay_ms()
+    full_listing_seconds()
     secret(WEBHOOK_SECRET_ENV), secret(SINK_PASSWORD_ENV)
 
 

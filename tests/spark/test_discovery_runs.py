@@ -10,13 +10,18 @@ import json
 import pytest
 from support.helpers import opened, publish, write_jsonl
 
-from correlake.config import FULL_LISTING_SECONDS
 from correlake.lake import discovery, files, meta
 from correlake.quality.gates import GateFailed
 from correlake.run import pipeline
 
 T0 = 1_790_000_000_000
-DAY = FULL_LISTING_SECONDS * 1000
+DAY = 24 * 3600 * 1000
+
+
+@pytest.fixture(autouse=True)
+def ordered_landing(monkeypatch):
+    """The landings here declared lexically ordered, a full listing every 24 h (config.full_listing_seconds)."""
+    monkeypatch.setenv("CORRELAKE_FULL_LISTING_HOURS", "24")
 
 
 def record(lake: str) -> dict:
@@ -50,7 +55,7 @@ def test_a_file_below_the_mark_waits_for_the_full_listing_a_grown_one_is_read_on
     assert (result.files, result.records_read, result.quarantined_total) == (2, 3, 1)  # b's new line, c's two
     assert positions(spark, lake) == [1, 3, 4, 5] and record(lake)["marks"]["messages"] == str(c)
 
-    # when: FULL_LISTING_SECONDS after the last full listing by the runs' clock (or on demand,
+    # when: CORRELAKE_FULL_LISTING_HOURS after the last full listing by the runs' clock (or on demand,
     # `full_listing`: test_bronze's grown file)
     assert discovery.find(str(landing), lake, now=listed_at + DAY - 1).files == []
     assert [f.path for f in discovery.find(str(landing), lake, now=listed_at + DAY).files] == [str(late)]

@@ -1,7 +1,8 @@
-"""Discovery without Spark (`lake/discovery.py`): the listing from each stream's mark in a
-folder (folders wholly below it not walked) and in object storage (`StartAfter`), the
-`_meta/ingested_files` range, the full listing's interval, a mark never past a file that
-cannot be read, and a mark the ingested files do not hold (a full listing instead)."""
+"""Discovery without Spark (`lake/discovery.py`): by default the whole landing; where declared
+ordered, the listing from each stream's mark in a folder (folders wholly below it not
+walked) and in object storage (`StartAfter`), the `_meta/ingested_files` range, the full
+listing's interval, a mark never past a file that cannot be read, and a mark the ingested
+files do not hold (a full listing instead)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,19 @@ import json
 import os
 from pathlib import Path
 
-from correlake.config import FULL_LISTING_SECONDS
+import pytest
+
 from correlake.lake import discovery, files, meta, objectstore
 from correlake.lake.landing import listing, unread
 
 T = 1_790_000_000_000  # epoch millis
-DAY = FULL_LISTING_SECONDS * 1000
+DAY = 24 * 3600 * 1000
+
+
+@pytest.fixture(autouse=True)
+def ordered_landing(monkeypatch):
+    """The landings here declared lexically ordered, a full listing every 24 h (config.full_listing_seconds)."""
+    monkeypatch.setenv("CORRELAKE_FULL_LISTING_HOURS", "24")
 
 
 def ingest(lake: str, found: list, full: bool = True, held: dict | None = None, now: int = T) -> None:
@@ -108,3 +116,14 @@ def test_a_landing_in_object_storage_is_listed_after_the_mark(s3, monkeypatch):
     found = discovery.find(landing, lake, now=T + DAY)
     assert found.full and names(found.files, landing) == [
         "messages/h0/late.jsonl", "messages/h2/b.jsonl", "messages/h3/c.jsonl"]
+
+
+def test_by_default_every_run_lists_the_whole_landing(tmp_path, monkeypatch):
+    monkeypatch.delenv("CORRELAKE_FULL_LISTING_HOURS")  # no order declared: any file name, found by the next run
+    landing = landing_of(tmp_path / "landing", "messages/b.jsonl")
+    lake = str(tmp_path / "lake")
+    ingest(lake, listing(landing)[0])
+    landing_of(Path(landing), "messages/a.jsonl")  # below the mark
+    assert discovery.marks(lake, landing, now=T + 1) is None
+    found = discovery.find(landing, lake, now=T + 1)
+    assert found.full and names(found.files, landing) == ["messages/a.jsonl"]

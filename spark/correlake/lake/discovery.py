@@ -1,11 +1,12 @@
 """Which landing files are new, at a cost that follows what is new (docs/design.md *Discovery*).
 
-Producers write lexically ordered paths per stream. The lake keeps, per stream, its mark:
+Where producers write lexically ordered paths per stream (declared by
+CORRELAKE_FULL_LISTING_HOURS; by default every run lists the whole landing), the lake keeps, per stream, its mark:
 the greatest path below which every listed file of its landing was ingested (`_state/discovery.json`,
 written after a run's publish, so that a failed or rolled back run never moves it). A run
 lists only the paths at or after the marks (the mark's own file included: it may have
 grown) and reads `_meta/ingested_files` by that range. A full listing, every
-FULL_LISTING_SECONDS or on demand, finds what was written below a mark.
+`config.full_listing_seconds()` or on demand, finds what was written below a mark.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from correlake.config import FULL_LISTING_SECONDS, STREAMS
+from correlake.config import STREAMS, full_listing_seconds
 from correlake.lake import meta
 from correlake.lake.files import state
 from correlake.lake.landing import LandingFile, listing, root_of
@@ -46,12 +47,12 @@ def now_ms() -> int:
 
 def marks(lake: str, landing: str, full: bool = False, now: int | None = None) -> dict[str, str] | None:
     """Each stream's mark for an incremental listing of `landing` ("": the whole stream), or None
-    when the listing is a full one: asked for, due (FULL_LISTING_SECONDS since the last), no
-    mark yet, or the marks of another landing."""
-    record = _record(lake)
+    when the listing is a full one: asked for, always (no interval set), due (the interval
+    since the last), no mark yet, or the marks of another landing."""
+    record, every = _record(lake), full_listing_seconds() * 1000
     last, found = record.get("full_listed_at"), record.get("marks") or {}
     now = now_ms() if now is None else now
-    if (full or not found or last is None or now - last >= FULL_LISTING_SECONDS * 1000
+    if (full or not every or not found or last is None or now - last >= every
             or record.get("landing") != root_of(landing)):
         return None
     return {stream: found.get(stream, "") for stream in STREAMS}

@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 
-from correlake.config import FULL_LISTING_SECONDS, MAX_QUARANTINE_RATIO, absolute, run_path
+from correlake.config import MAX_QUARANTINE_RATIO, absolute, run_path
 from correlake.errors import EXIT_GATE, EXIT_OK
 from correlake.interfaces import options
 from correlake.lake import preflight
@@ -20,9 +20,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                         help="fail when more than this share of the records read is quarantined "
                              f"(default: $CORRELAKE_MAX_QUARANTINE_RATIO, else {MAX_QUARANTINE_RATIO})")
     parser.add_argument("--full-listing", action="store_true",
-                        help="list the whole landing, not only the paths from each stream's last ingested one on: "
-                             "finds files written out of lexical order (done every "
-                             f"{FULL_LISTING_SECONDS // 3600} h anyway)")
+                        help="where $CORRELAKE_FULL_LISTING_HOURS declares the landing's paths written in lexical "
+                             "order: list the whole landing this once, not only from each stream's last ingested "
+                             "path on (finds files written out of order)")
     options.add_run_options(parser)
     return parser
 
