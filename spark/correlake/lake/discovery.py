@@ -61,7 +61,8 @@ def marks(lake: str, landing: str, full: bool = False, now: int | None = None) -
 def find(landing: str, lake: str, full: bool = False, now: int | None = None) -> Found:
     """The landing's new files: those whose (path, size, mtime) was not ingested; one larger
     than the largest version of its path ingested grew in place (`LandingFile.read_before`).
-    A full listing that finds nothing new is recorded as the last one."""
+    Where the landing is declared ordered, a full listing that finds nothing new is recorded
+    as the last one (else nothing is written: a full listing is every run's)."""
     after = marks(lake, landing, full, now)
     if after is not None:
         ingested = meta.ingested(lake, after)
@@ -70,7 +71,8 @@ def find(landing: str, lake: str, full: bool = False, now: int | None = None) ->
         # a mark no longer among the ingested files (the table restored): a full listing
     found = _found(landing, meta.ingested(lake), None)
     record = _record(lake)
-    if not found.files and record.get("marks") and record.get("landing") == root_of(landing):
+    if (full_listing_seconds() and not found.files and record.get("marks")
+            and record.get("landing") == root_of(landing)):
         _write(lake, record["landing"], record["marks"], now_ms() if now is None else now)
     return found
 
