@@ -25,7 +25,7 @@ from correlake.contract.parsing import MAX_MILLIS
 from correlake.interfaces import cli
 from correlake.lake import meta
 from correlake.lake.discovery import find
-from correlake.lake.landing import OUTSIDE_WHY, list_files
+from correlake.lake.landing import OUTSIDE_WHY, listing
 from correlake.lake.sqlfiles import delta_table
 from correlake.run import pipeline, staged
 
@@ -149,7 +149,7 @@ def test_a_link_swapped_between_listing_and_reading_is_not_read(spark, tmp_path)
     (msgs / "b.jsonl").symlink_to(msgs / "a.jsonl")
     (msgs / "sub").mkdir()
     (msgs / "sub" / "c.jsonl").symlink_to(msgs / "a.jsonl")
-    files = list_files(tmp_path / "landing")
+    files = listing(tmp_path / "landing")[0]
     (msgs / "b.jsonl").unlink()
     (msgs / "b.jsonl").symlink_to(outside)
     shutil.rmtree(msgs / "sub")
@@ -328,7 +328,7 @@ def test_files_a_run_cannot_read_are_named_with_why_and_read_once_they_can(tmp_p
     for name in (b"\xff.jsonl", b"sub/\xfe/h.jsonl"):  # names Spark could not be given: every run failed
         os.makedirs(os.path.dirname(os.fsencode(msgs) + b"/" + name), exist_ok=True)
         open(os.fsencode(msgs) + b"/" + name, "w").close()
-    assert [os.path.relpath(f.path, tmp_path) for f in list_files(tmp_path)] == [
+    assert [os.path.relpath(f.path, tmp_path) for f in listing(tmp_path)[0]] == [
         "messages/a.jsonl", "messages/linked/e.jsonl", "messages/sub/d.jsonl"]
     assert unread(tmp_path) == [
         "messages/.b.jsonl (hidden name: starts with . or _)", "messages/\\xff.jsonl (name not UTF-8: rename it)",
@@ -346,8 +346,8 @@ def test_unreadable_files_and_folders_are_named_not_skipped_silently(tmp_path):
         (tmp_path / name).touch()
     (tmp_path / "messages/secret.jsonl").chmod(0)
     (tmp_path / "workflow_events/locked").chmod(0)
-    code = ("import sys; from correlake.lake.landing import list_files, unread; "
-            "print([f.path for f in list_files(sys.argv[1])]); print(unread(sys.argv[1]))")
+    code = ("import sys; from correlake.lake.landing import listing, unread; "
+            "print([f.path for f in listing(sys.argv[1])[0]]); print(unread(sys.argv[1]))")
     command = [sys.executable, "-c", code, str(tmp_path)]
     if os.geteuid() == 0:
         if not shutil.which("capsh"):

@@ -12,7 +12,7 @@ import pytest
 from support.helpers import lock_takers_that_won
 
 from correlake.lake import files, journal, lock, objectstore
-from correlake.lake.landing import HIDDEN_WHY, list_files, unread
+from correlake.lake.landing import HIDDEN_WHY, listing, unread
 
 DEAD = {"pid": 2 ** 22 + 12345, "host": socket.gethostname(), "started": 0}  # no such process here
 
@@ -74,7 +74,7 @@ def test_what_a_landing_in_object_storage_lists(s3):
     for key in ("messages/a.jsonl", "messages/2026/b.jsonl.gz", "messages/.c.jsonl.tmp", "messages/_tmp/d.jsonl",
                 "messages/e.json", "workflow_events/f.jsonl", "notes.txt"):
         put(f"{landing}/{key}", b"{}\n")
-    found = list_files(landing)
+    found = listing(landing)[0]
     assert [(f.stream, f.path.removeprefix(landing)) for f in found] == [
         ("messages", "/messages/2026/b.jsonl.gz"), ("messages", "/messages/a.jsonl"),
         ("workflow_events", "/workflow_events/f.jsonl")]

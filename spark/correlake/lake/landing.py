@@ -235,14 +235,10 @@ def root_of(landing: str | Path) -> str:
     return absolute(landing) if is_uri(landing) else os.path.realpath(landing)
 
 
-def list_files(landing: str | Path) -> list[LandingFile]:
-    """Every readable `<landing>/<stream>/**/*.jsonl[.gz]`, sorted by path."""
-    return listing(landing)[0]
-
-
 def listing(landing: str | Path, after: dict[str, str] | None = None) -> tuple[list[LandingFile], dict[str, str]]:
-    """`list_files`, only from each stream's path in `after` on if given (its own file
-    included; "": the whole stream), and each stream's lowest landing file that cannot be read now."""
+    """Every readable `<landing>/<stream>/**/*.jsonl[.gz]`, sorted by path, only from each
+    stream's path in `after` on if given (its own file included; "": the whole stream), and
+    each stream's lowest landing file that cannot be read now."""
     after = after or {}
     found, held = [], {}
     if is_uri(landing):
