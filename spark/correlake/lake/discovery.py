@@ -66,7 +66,8 @@ def find(landing: str, lake: str, full: bool = False, now: int | None = None) ->
     after = marks(lake, landing, full, now)
     if after is not None:
         ingested = meta.ingested(lake, after)
-        if all(not mark or mark in {path for path, _, _ in ingested} for mark in after.values()):
+        paths = {path for path, _, _ in ingested}
+        if all(not mark or mark in paths for mark in after.values()):
             return _found(landing, ingested, after)
         # a mark no longer among the ingested files (the table restored): a full listing
     found = _found(landing, meta.ingested(lake), None)
