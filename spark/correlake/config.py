@@ -76,6 +76,7 @@ TABLES = {
     "message_started_instances": "gold/message_started_instances",
     "as_of": "gold/as_of",  # one row: the instant gold/messages' statuses are at
     "outbox": "delivery/outbox",  # one event per gold correlation, written with gold (docs/delivery.md)
+    "engine_correlations": "gold/engine_correlations",  # the engine's own correlations (contract rev. 4, audit)
 }
 # What `correlake deliver` writes, under its own lock: not a run's tables (a run neither
 # journals nor checks them, so delivery and runs never wait for each other).

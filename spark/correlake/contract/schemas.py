@@ -64,6 +64,12 @@ STARTED_INSTANCE = struct(
     ("process_instance_key", S), ("tenant_id", S), ("bpmn_process_id", S), ("process_version", I),
     ("message_key", L), ("correlation_key", S), ("started_at", T), ("ended_at", T),
 )
+# gold/engine_correlations: the engine's CORRELATED records (contract revision 4, Engine audit)
+ENGINE_CORRELATION = struct(
+    ("tenant_id", S), ("message_key", L), ("message_name", S), ("correlation_key", S), ("bpmn_process_id", S),
+    ("process_instance_key", S), ("element_instance_key", S), ("subscription_type", S), ("correlated_at", T),
+    ("partition_id", I), ("position", L),
+)
 # Delivery (contract revision 2, docs/delivery.md). `payload` is the event's JSON text.
 OUTBOX = struct(
     ("event_id", S), ("kind", S), ("tenant_id", S), ("correlation_key", S), ("ordering_key", S),
