@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 
 from correlake.config import DELIVERY_TABLES, GOLD_TABLES, TABLES, sql_dir, table_path
 from correlake.contract.ordering import ordering_key_column
+from correlake.contract.schemas import ENGINE_CORRELATION
 from correlake.errors import UsageError
 from correlake.lake import kept_tables, sqlfiles
 from correlake.lake.journal import UNREADABLE_JOURNAL, journal_path, unfinished_run
@@ -26,6 +27,8 @@ from correlake.lake.tables import is_table
 TABLE_NAMES = {(f"gold_{name}" if TABLES.get(name, "").startswith("gold/") else name): name
                for name in (*TABLES, *DELIVERY_TABLES)}
 REQUIRED = tuple(f"gold_{name}" for name in (*GOLD_TABLES, "as_of"))
+# tables a lake may lack for good, read then as empty (a lake of canonical streams has no engine correlations)
+EMPTY_WHEN_ABSENT = {"gold_engine_correlations": ENGINE_CORRELATION}
 
 
 class MissingTables(UsageError):
@@ -94,7 +97,8 @@ def _as_of_revision_3(name: str, table: DataFrame) -> DataFrame:
 
 def present(lake: str | Path) -> list[str]:
     """The names of the lake's tables and of the views over them (no Spark)."""
-    found = [name for name, table in TABLE_NAMES.items() if is_table(table_path(lake, table))]
+    found = [name for name, table in TABLE_NAMES.items()
+             if name in EMPTY_WHEN_ABSENT or is_table(table_path(lake, table))]
     for view in views().values():  # each after the views it reads
         if view.reads <= set(found):
             found.append(view.name)
@@ -118,6 +122,9 @@ def register(spark, lake: str | Path, queries: list[str] | None = None) -> list[
         if name in wanted and is_table(table_path(lake, table)):
             kept_tables.read(spark, str(lake), table_path(lake, table),
                              lambda frame, name=name: _as_of_revision_3(name, frame)).createOrReplaceTempView(name)
+            registered.append(name)
+        elif name in wanted and name in EMPTY_WHEN_ABSENT:
+            spark.createDataFrame([], EMPTY_WHEN_ABSENT[name]).createOrReplaceTempView(name)
             registered.append(name)
     for view in every.values():  # a view over a table the lake has not (yet): not registered
         if view.name in wanted and view.reads <= set(registered):

@@ -109,3 +109,14 @@ def _merge(spark: SparkSession, target_path: str, source: DataFrame, changed: in
         ))
     finally:
         spark.catalog.dropTempView(view)
+
+
+def keep_first(spark: SparkSession, lake: str, name: str, rows: DataFrame) -> None:
+    """The MERGE of `sql/<name>.sql` of `rows` into the table `name`, which keeps each key's
+    first record's row (gold/engine_correlations: `transforms/engine_audit.py`)."""
+    view = f"correlake_rows_{next(_views)}"
+    rows.createOrReplaceTempView(view)
+    try:
+        spark.sql(fill(name, target=delta_table(table_path(lake, name)), rows=view))
+    finally:
+        spark.catalog.dropTempView(view)

@@ -9,7 +9,7 @@ import time
 import uuid
 from dataclasses import dataclass, field
 
-from correlake.config import STREAMS
+from correlake.config import BRONZE_TABLES, ENGINE_STREAM
 from correlake.contract.reasons import reason_kind
 from correlake.text import escape
 
@@ -24,6 +24,8 @@ class RunResult:
     replays: int = 0
     new_messages: int = 0
     new_workflow_events: int = 0
+    engine_records: int = 0  # new exporter records (contract revision 4), ignored ones included
+    ignored_records: int = 0  # of them, those of kinds correlake does not read (engine_records.USED_KINDS)
     accepted: dict = field(default_factory=dict)  # stream -> its lines that went to bronze (replays included)
     touched_groups: int = 0
     path: str | None = None  # where rule 7 and the engine ran: `small` (the driver process) or `spark` (config.RUN_PATHS)
@@ -33,6 +35,8 @@ class RunResult:
     as_of: int | None = None
     max_event_time: int | None = None
     deployments: int = 0
+    engine_correlations: int = 0  # the rows the run gives gold/engine_correlations (contract revision 4)
+    engine_duplicates: int = 0  # its CORRELATED records that are not a row (a later record of a pair)
     lines: dict = field(default_factory=dict)
     not_read: dict = field(default_factory=dict)  # path -> why: files refused when read, left in the landing
     timings: dict = field(default_factory=dict)
@@ -59,7 +63,7 @@ class RunResult:
 
     def count_lines(self, counts, last_event_time: int | None) -> None:
         """Add the run's line counts (`bronze.line_counts`: rows of stream, reason, _is_replay,
-        type, _source_file, n, t, first_line), its max event time and hence its as_of; and
+        type, _ignored, _source_file, n, t, first_line), its max event time and hence its as_of; and
         the files it did not read (`first_line` None)."""
         first: dict[str, tuple[str, int]] = {}
         for r in counts:
@@ -80,6 +84,9 @@ class RunResult:
                 self.replays += r["n"]
             elif r["stream"] == "messages":
                 self.new_messages += r["n"]
+            elif r["stream"] == ENGINE_STREAM:
+                self.engine_records += r["n"]
+                self.ignored_records += r["n"] if r["_ignored"] else 0
             else:
                 self.new_workflow_events += r["n"]
                 self.deployments += r["n"] if r["type"] == "PROCESS_DEPLOYED" else 0
@@ -94,7 +101,7 @@ class RunResult:
     def appended_rows(self) -> dict[str, int]:
         """The rows the run appends to each appended table but `ingested_files` (0: no write)."""
         return {"quarantine": self.quarantined_total, "silver_workflow_events": self.new_workflow_events,
-                **{f"bronze_{stream}": self.accepted.get(stream, 0) for stream in STREAMS}}
+                **{name: self.accepted.get(stream, 0) for stream, name in BRONZE_TABLES.items()}}
 
     def quarantine_excess(self, limit: float) -> str | None:
         """Why the run quarantined too much (more than `limit` of the records read), or None."""

@@ -27,7 +27,7 @@ from correlake.lake import as_of as lake_as_of
 from correlake.lake import deltars, discovery, journal, meta, tables
 from correlake.lake.discovery import Found, find
 from correlake.lake.journal import journalled, rollback
-from correlake.lake.restate import restate
+from correlake.lake.restate import keep_first, restate
 from correlake.quality import gates
 from correlake.run import writes
 from correlake.run.maintenance import only_maintained
@@ -168,12 +168,14 @@ class StagedRun:
         """What the run writes, from what it found and the lake as it is."""
         versions, result = self.plan.versions, self.result
         if result.rebuild:
-            return writes.plan_writes(versions, rebuild=True, outbox_events=result.outbox_events)
+            return writes.plan_writes(versions, rebuild=True, outbox_events=result.outbox_events,
+                                      engine_correlations=result.engine_correlations)
         before = self.as_of_before
         key_groups_changed = versions["key_groups"] < 0 or not self.frame("key_groups").isEmpty()
         return writes.plan_writes(versions, deployments=result.deployments, key_groups_changed=key_groups_changed,
                                   as_of_moved=result.as_of != before, as_of_before=before,
-                                  outbox_events=result.outbox_events, appended_rows=result.appended_rows())
+                                  outbox_events=result.outbox_events, appended_rows=result.appended_rows(),
+                                  engine_correlations=result.engine_correlations)
 
     def _write(self) -> None:
         """Carry out the write plan on a few threads, the longest first (the caller journals it)."""
@@ -195,6 +197,8 @@ class StagedRun:
         if write.how is How.OVERWRITE:
             return tables.overwrite(self.frame(name), lake, name, run_id)
         rows = self.frame(name).select(*SCHEMAS[name].fieldNames())  # the table's columns
+        if write.how is How.KEEP_FIRST:
+            return keep_first(spark, lake, name, rows)
         if write.how is How.CREATE:
             tables.create(rows, lake, name, run_id)
         else:  # key groups: the groups that changed; the other tables: the keys the run touched

@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from correlake.caches import history_keys
-from correlake.config import GOLD_TABLES, STAGE_NAMES, STREAMS
+from correlake.config import BRONZE_TABLES, ENGINE_STREAM, GOLD_TABLES, STAGE_NAMES, STREAMS
 from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, SCOPE
 from correlake.quality import rules
 from correlake.quality.gates import GateFailed
@@ -30,7 +30,7 @@ def _bronze(run: StagedRun) -> None:
     # one ingestion time, however often the frames below are computed (and the files' rows: `_meta/ingested_files`)
     result.ingested_at = int(time.time() * 1000)
     meta = {"_ingested_at": F.timestamp_millis(F.lit(result.ingested_at)), "_run_id": F.lit(run.run_id)}
-    history = {s: b for s in STREAMS if (b := run.history(f"bronze_{s}")) is not None}
+    history = {s: b for s, name in BRONZE_TABLES.items() if (b := run.history(name)) is not None}
     parsed = bronze.parse_landing(spark, run.plan.files)
     if history:
         parsed = parsed.localCheckpoint()  # its position ranges narrow the read of bronze
@@ -39,8 +39,8 @@ def _bronze(run: StagedRun) -> None:
         known = spark.createDataFrame([], bronze.KNOWN)
     classified = bronze.classify(parsed, known).localCheckpoint()
     result.count_lines(bronze.line_counts(classified), run.plan.last_event_time)
-    for s in STREAMS:
-        run.store.put(f"bronze_{s}", bronze.bronze_records(classified, s).withColumns(meta), narrow=True)
+    for s, name in BRONZE_TABLES.items():
+        run.store.put(name, bronze.bronze_records(classified, s).withColumns(meta), narrow=True)
     run.store.put("quarantine", bronze.quarantine_records(classified).withColumns(meta), narrow=True)
 
 
@@ -129,6 +129,23 @@ def _gold(run: StagedRun) -> None:
         run.store.put(name, tables[name])
     run.result.correlations = run.frame("correlations").count()
     _outbox(run)
+    _engine_correlations(run)
+
+
+def _engine_correlations(run: StagedRun) -> None:
+    """The rows the run's exporter records give gold/engine_correlations (a rebuild's: all of
+    bronze's), with those of earlier runs that its pairings rename; a canonical run has none."""
+    from correlake.transforms import engine_audit  # noqa: PLC0415 (until transforms/engine_mapping.py lands)
+
+    result, bronze_history = run.result, run.history("bronze_engine_records")
+    if not (result.accepted.get(ENGINE_STREAM) or (result.rebuild and bronze_history is not None)):
+        return
+    records = run.frame("bronze_engine_records")
+    if result.rebuild:
+        records, bronze_history = records.unionByName(bronze_history), None
+    rows, result.engine_duplicates = engine_audit.run_rows(
+        records, bronze_history, None if result.rebuild else run.history("engine_correlations"))
+    result.engine_correlations = run.store.put("engine_correlations", rows).count()
 
 
 def _outbox(run: StagedRun) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from correlake.config import GOLD_TABLES, STREAMS
-from correlake.contract.schemas import GOLD, GOLD_KEYS, KEY_GROUPS, OUTBOX, SCOPE
+from correlake.config import BRONZE_TABLES, ENGINE_STREAM, GOLD_TABLES
+from correlake.contract.schemas import ENGINE_CORRELATION, GOLD, GOLD_KEYS, KEY_GROUPS, OUTBOX, SCOPE
 from correlake.transforms.silver import SILVER_MESSAGE
 
 
@@ -18,6 +18,7 @@ class How(Enum):
     APPEND = "append"        # the run's new rows added
     REFRESH = "refresh"      # gold/messages: MERGE, also of the other rows whose status crosses
     RECORD = "record"        # rows the run holds in Python, one delta-rs commit: gold/as_of's, the files read
+    KEEP_FIRST = "keep_first"  # gold/engine_correlations: per key, the first record's row (sql/engine_correlations.sql)
 
 
 @dataclass(frozen=True)
@@ -40,22 +41,25 @@ class WritePlan:
 # What a rebuild replaces: every silver and gold table (gold/as_of: its row recorded).
 REBUILT = ("silver_messages", "silver_workflow_events", "silver_deployments", "key_groups", *GOLD_TABLES)
 MERGE_KEYS = {**GOLD_KEYS, "silver_messages": ["message_key"], "key_groups": SCOPE}
-APPENDED = ("quarantine", "silver_workflow_events", *(f"bronze_{s}" for s in STREAMS))
+APPENDED = ("quarantine", "silver_workflow_events", *BRONZE_TABLES.values())
 
 
 def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: int = 0,
                 key_groups_changed: bool = True, as_of_moved: bool = False, as_of_before: int | None = None,
-                outbox_events: int = 0, appended_rows: dict[str, int] | None = None) -> WritePlan:
+                outbox_events: int = 0, appended_rows: dict[str, int] | None = None, engine_input: bool = False,
+                engine_correlations: int = 0) -> WritePlan:
     """The writes of a run over a lake whose tables are at `versions` (-1: none yet).
     A rebuild replaces silver and gold. Otherwise, the MERGEs first (they take longest):
     if `as_of_moved` (from `as_of_before`), gold/as_of's row replaced and the statuses that
     cross refreshed; key groups only if they changed; deployments replaced if the run
     brought some; the files read recorded and the new records appended (not to an existing
     table `appended_rows` gives none: no empty commit). Either way the run's
-    `outbox_events` are appended to the outbox (created if the lake has none)."""
+    `outbox_events` are appended to the outbox (created if the lake has none), and its
+    `engine_correlations` rows kept (`_engine`)."""
+    engine = _engine(versions, engine_correlations, rebuild)
     if rebuild:
         return WritePlan(tuple(Write(name, How.OVERWRITE) for name in REBUILT) + (Write("as_of", How.RECORD),)
-                         + _outbox(versions, outbox_events))
+                         + engine + _outbox(versions, outbox_events))
 
     def restated(name: str) -> Write:
         return (Write(name, How.CREATE) if versions[name] < 0
@@ -73,9 +77,27 @@ def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: in
     if deployments or versions["silver_deployments"] < 0:  # a lake has every table
         writes.append(Write("silver_deployments", How.OVERWRITE))
     writes.append(Write("ingested_files", How.RECORD))
-    writes += [Write(name, How.APPEND) for name in APPENDED
-               if versions[name] < 0 or (appended_rows or {}).get(name, 1)]  # a lake has every table
-    return WritePlan(tuple(writes) + _outbox(versions, outbox_events))
+    writes += [Write(name, How.APPEND) for name in APPENDED if _appends(name, versions, appended_rows or {}, engine_input)]
+    return WritePlan(tuple(writes) + engine + _outbox(versions, outbox_events))
+
+
+def _engine(versions: dict[str, int], rows: int, rebuild: bool) -> tuple[Write, ...]:
+    """gold/engine_correlations' write: none for a run without rows (a canonical lake has no
+    such table); else created by the first run with rows, replaced by a rebuild, or its
+    rows' MERGE."""
+    if not rows:
+        return ()
+    if rebuild:
+        return (Write("engine_correlations", How.OVERWRITE),)
+    return (Write("engine_correlations", How.KEEP_FIRST if versions["engine_correlations"] >= 0 else How.CREATE),)
+
+
+def _appends(name: str, versions: dict[str, int], rows: dict[str, int], engine_input: bool) -> bool:
+    """Whether the run appends to table `name`: a lake has every table (bronze/engine_records, a lake
+    of exporter records: created by a run of `engine_input`), an existing one gets no empty commit."""
+    if versions[name] < 0:
+        return engine_input or name != BRONZE_TABLES[ENGINE_STREAM]
+    return bool(rows.get(name, 1))
 
 
 def _outbox(versions: dict[str, int], events: int) -> tuple[Write, ...]:
@@ -87,4 +109,5 @@ def _outbox(versions: dict[str, int], events: int) -> tuple[Write, ...]:
 
 
 # of the tables a run restates or creates
-SCHEMAS = {**GOLD, "silver_messages": SILVER_MESSAGE, "key_groups": KEY_GROUPS, "outbox": OUTBOX}
+SCHEMAS = {**GOLD, "silver_messages": SILVER_MESSAGE, "key_groups": KEY_GROUPS, "outbox": OUTBOX,
+           "engine_correlations": ENGINE_CORRELATION}
