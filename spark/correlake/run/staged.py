@@ -27,6 +27,7 @@ from correlake.lake import as_of as lake_as_of
 from correlake.lake import deltars, discovery, journal, meta, tables
 from correlake.lake.discovery import Found, find
 from correlake.lake.journal import journalled, rollback
+from correlake.lake.preflight import require_one_kind
 from correlake.lake.restate import keep_first, restate
 from correlake.quality import gates
 from correlake.run import writes
@@ -80,11 +81,12 @@ class StagedRun:
         if `as_of` moved (a dry run only says it would). `full_listing`: the whole landing listed
         (discovery.py). The caller holds the lake's lock."""
         rolled_back = rollback(lake_dir)
+        found = Found([], False) if rebuild else find(landing, lake_dir, full_listing)
+        require_one_kind(lake_dir, {f.stream for f in found.files})  # before anything is written
         run_id = new_run_id()
         migrated = not dry_run and lake_as_of.migrate(spark, lake_dir, f"{run_id}-migration")
         outbox_migrated = None if dry_run else migrate_outbox(spark, lake_dir, f"{run_id}-outbox-migration")
         last = meta.last_event_time(lake_dir)
-        found = Found([], False) if rebuild else find(landing, lake_dir, full_listing)
         files = found.files
         if not files and not rebuild:
             result = _refresh_only(spark, lake_dir, last, as_of, dry_run)
@@ -175,6 +177,7 @@ class StagedRun:
         return writes.plan_writes(versions, deployments=result.deployments, key_groups_changed=key_groups_changed,
                                   as_of_moved=result.as_of != before, as_of_before=before,
                                   outbox_events=result.outbox_events, appended_rows=result.appended_rows(),
+                                  engine_input=self.plan.engine_input,
                                   engine_correlations=result.engine_correlations)
 
     def _write(self) -> None:

@@ -38,27 +38,27 @@ def started_instance(bpmn_process_id: str, message_key: str) -> Column:
     return F.expr(start_instance_key_sql(bpmn_process_id, message_key))
 
 
-def engine_started_instances(records: DataFrame) -> DataFrame:
-    """The message-start pairing: of exporter records (bronze/engine_records' columns; replays
-    are not new pairs, so give distinct records), the `MESSAGE_START_EVENT_SUBSCRIPTION`
-    `CORRELATED` events, one row per engine instance key they pair with a message:
-    `engine_key` STRING (`processInstanceKey`'s decimal digits), `instance_key` STRING
-    (`msg-start:{bpmnProcessId}:{messageKey}`)."""
+def start_pairs(records: DataFrame) -> DataFrame:
+    """The message-start pairing: of exporter records (bronze/engine_records' columns; give
+    distinct records), the `MESSAGE_START_EVENT_SUBSCRIPTION` `CORRELATED` events, one row per
+    engine instance key they pair with a message: `engine_key` BIGINT (`processInstanceKey`),
+    `process_instance_key` STRING (correlake's name, `msg-start:{bpmnProcessId}:{messageKey}`)."""
     pairs = (with_value(records)
              .where((F.col("record_type") == EVENT) & (F.col("value_type") == MSES) & (F.col("intent") == "CORRELATED"))
-             .select(F.col("v.processInstanceKey").cast("string").alias("engine_key"),
-                     started_instance("v.bpmnProcessId", "v.messageKey").alias("instance_key"))
-             .where(F.col("engine_key").isNotNull() & F.col("instance_key").isNotNull()))
-    return pairs.groupBy("engine_key").agg(F.min("instance_key").alias("instance_key"))
+             .select(F.col("v.processInstanceKey").alias("engine_key"),
+                     started_instance("v.bpmnProcessId", "v.messageKey").alias("process_instance_key"))
+             .where(F.col("engine_key").isNotNull() & F.col("process_instance_key").isNotNull()))
+    return pairs.groupBy("engine_key").agg(F.min("process_instance_key").alias("process_instance_key"))
 
 
 def named(frame: DataFrame, pairs: DataFrame, columns: tuple[str, ...] = ("process_instance_key",
                                                                           "element_instance_key")) -> DataFrame:
-    """`frame` with each of its `columns` (engine keys' digits) that `pairs`
-    (`engine_started_instances`) pairs renamed as correlake names the instance."""
+    """`frame` with each of its `columns` (engine keys' digits) that `pairs` (`start_pairs`)
+    pairs renamed as correlake names the instance."""
     order = frame.columns
     for column in columns:
-        renames = pairs.select(F.col("engine_key").alias(column), F.col("instance_key").alias("_named"))
+        renames = pairs.select(F.col("engine_key").cast("string").alias(column),
+                               F.col("process_instance_key").alias("_named"))
         frame = (frame.join(renames, column, "left")
                  .withColumn(column, F.coalesce("_named", column)).drop("_named"))
     return frame.select(*order)
