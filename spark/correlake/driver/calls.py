@@ -12,7 +12,7 @@ SERVED = {"run": "correlake.run.pipeline.run", "prepare": "correlake.run.stepwis
           "publish": "correlake.run.stepwise.publish", "findings": "correlake.run.summary.findings",
           "maintain": "correlake.run.maintenance.maintain", "sql": "correlake.analysis.query.answer",
           "report": "correlake.analysis.report_data.gather", "explain": "correlake.analysis.explain.told",
-          "reasons": "correlake.analysis.report_data.reason_counts"}
+          "reasons": "correlake.analysis.report_data.reason_counts", "audit": "correlake.analysis.audit.audited"}
 
 
 def name_of(function: Callable) -> str | None:

@@ -1,4 +1,4 @@
-"""The `correlake` command line: run, rebuild, watch, demo, maintain, deliver, serve, sql, explain, report."""
+"""The `correlake` command line: run, rebuild, watch, demo, maintain, deliver, serve, sql, explain, report, audit."""
 
 from __future__ import annotations
 
@@ -10,10 +10,22 @@ import traceback
 
 from correlake.config import validate
 from correlake.errors import EXIT_ERROR, EXIT_USAGE, CorrelakeError, Terminated, published_before
-from correlake.interfaces.commands import deliver, demo, explain, maintain, rebuild, report, run, serve, sql, watch
+from correlake.interfaces.commands import (
+    audit,
+    deliver,
+    demo,
+    explain,
+    maintain,
+    rebuild,
+    report,
+    run,
+    serve,
+    sql,
+    watch,
+)
 from correlake.text import escaped_output
 
-COMMANDS = (run, rebuild, watch, demo, maintain, deliver, serve, sql, explain, report)
+COMMANDS = (run, rebuild, watch, demo, maintain, deliver, serve, sql, explain, report, audit)
 
 
 def build_parser() -> argparse.ArgumentParser:

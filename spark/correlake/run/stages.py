@@ -20,7 +20,7 @@ from correlake.quality.gates import GateFailed
 from correlake.run import small_scope
 from correlake.run.outbox import new_events, of_keys
 from correlake.run.staged import Stage, StagedRun
-from correlake.transforms import bronze, gold, silver
+from correlake.transforms import bronze, engine_audit, gold, silver
 from correlake.transforms import scope as key_scope
 
 
@@ -135,8 +135,6 @@ def _gold(run: StagedRun) -> None:
 def _engine_correlations(run: StagedRun) -> None:
     """The rows the run's exporter records give gold/engine_correlations (a rebuild's: all of
     bronze's), with those of earlier runs that its pairings rename; a canonical run has none."""
-    from correlake.transforms import engine_audit  # noqa: PLC0415 (until transforms/engine_mapping.py lands)
-
     result, bronze_history = run.result, run.history("bronze_engine_records")
     if not (result.accepted.get(ENGINE_STREAM) or (result.rebuild and bronze_history is not None)):
         return

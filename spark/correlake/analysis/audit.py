@@ -1,0 +1,27 @@
+"""`correlake audit`'s answer, also the report's section "The engine and correlake" and the
+hourly DAG's counts: the view `engine_differences` (`sql/views/`) by difference and
+explanation, and its first rows (`sql/report/engine_*.sql`)."""
+
+from __future__ import annotations
+
+from correlake.config import table_path
+from correlake.lake.sqlfiles import fill
+from correlake.lake.tables import is_table
+
+QUERIES = {"counts": "engine_difference_counts", "rows": "engine_first_differences"}
+
+
+def has_engine_records(lake: str) -> bool:
+    """Whether the lake reads Zeebe exporter records (it has bronze/engine_records; no Spark)."""
+    return is_table(table_path(lake, "bronze_engine_records"))
+
+
+def audited(spark, lake: str) -> dict[str, list[dict]]:
+    """The differences between gold/correlations and gold/engine_correlations: `counts` (rows
+    of difference, explanation, n) and the first `rows` of `engine_differences`."""
+    from correlake.lake.catalog import computed_once, register
+
+    sql = {name: fill(f"report/{query}") for name, query in QUERIES.items()}
+    registered = register(spark, lake, list(sql.values()))
+    with computed_once(spark, ["engine_differences"], registered):
+        return {name: [row.asDict() for row in spark.sql(text).collect()] for name, text in sql.items()}
