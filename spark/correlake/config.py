@@ -73,8 +73,8 @@ TABLES = {
     "quarantine": "quarantine/records",
     "silver_messages": "silver/messages",
     "silver_workflow_events": "silver/workflow_events",
-    "silver_deployments": "silver/deployments",
-    "key_groups": "silver/key_groups",
+    "silver_deployments": "silver/deployments", "silver_engine_definitions": "silver/engine_definitions",
+    "key_groups": "silver/key_groups", "silver_engine_pending": "silver/engine_pending",  # exporter records'
     "correlations": "gold/correlations",
     "messages": "gold/messages",
     "subscriptions": "gold/subscriptions",

@@ -35,6 +35,9 @@ class RunResult:
     as_of: int | None = None
     max_event_time: int | None = None
     deployments: int = 0
+    mapped: int | None = None  # exporter records the run mapped (run/engine_silver.py; None: a canonical run)
+    unmapped: int = 0  # exporter records not mapped (yet): the rows of unmapped_engine_records after the run
+    as_of_given: bool = False  # as_of set by the caller (--as-of), not by the last event time
     engine_correlations: int = 0  # the rows the run gives gold/engine_correlations (contract revision 4)
     engine_duplicates: int = 0  # its CORRELATED records that are not a row (a later record of a pair)
     lines: dict = field(default_factory=dict)
@@ -92,11 +95,18 @@ class RunResult:
                 self.deployments += r["n"] if r["type"] == "PROCESS_DEPLOYED" else 0
         self.first_quarantined = {reason: f"{path}:{line}" if line else path  # 0: the whole file
                                   for reason, (path, line) in first.items()}
-        times = [r["t"] for r in counts if r["reason"] is None and not r["_is_replay"] and r["t"] is not None]
+        times = [r["t"] for r in counts if r["reason"] is None and not r["_is_replay"] and r["t"] is not None
+                 and r["stream"] != ENGINE_STREAM]
         if last_event_time is not None:
             times.append(last_event_time)
         self.max_event_time = max(times, default=None)
-        self.as_of = self.as_of if self.as_of is not None else self.max_event_time
+        self.as_of_given = self.as_of is not None
+        self.as_of = self.as_of if self.as_of_given else self.max_event_time
+
+    def count_mapped_time(self, t: int | None) -> None:
+        """Add the last event time of the exporter records the run mapped: as_of counts mapped records only."""
+        self.max_event_time = max((x for x in (self.max_event_time, t) if x is not None), default=None)
+        self.as_of = self.as_of if self.as_of_given else self.max_event_time
 
     def appended_rows(self) -> dict[str, int]:
         """The rows the run appends to each appended table but `ingested_files` (0: no write)."""
