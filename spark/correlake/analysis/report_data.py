@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 
 from correlake import progress
+from correlake.analysis import audit
 from correlake.contract.reasons import reason_kind_sql
 from correlake.delivery.events import STATUSES
 from correlake.lake.sqlfiles import fill
@@ -18,6 +19,7 @@ QUERIES = ("headline_counts", "activity_per_hour", "latency_histogram", "busiest
            "duplicate_rejection_rates", "quarantine_reasons", "recent_runs", "unmatched_reasons",
            "unmatched_reasons_per_hour", "top_near_misses", "near_miss_kinds")
 DELIVERY_QUERIES = ("delivery_statuses", "busiest_delivery_latency", "dead_letter_reasons")
+ENGINE_QUERIES = tuple(audit.QUERIES.values())  # only on a lake of exporter records
 COSTLY_VIEWS = ["explanations", "near_misses"]  # each read by several queries: computed once
 TIME = "'yyyy-MM-dd HH:mm'"  # the queries' times ({time}), as the page's hour labels read them
 
@@ -27,7 +29,7 @@ def queries() -> dict[str, str]:
     format, {reason_kind} a quarantine reason's kind, {delivery_statuses} every status."""
     params = {"time": TIME, "reason_kind": reason_kind_sql("reason"),
               "delivery_statuses": ", ".join(f"('{status}')" for status in STATUSES)}
-    return {name: fill(f"report/{name}", **params) for name in (*QUERIES, *DELIVERY_QUERIES)}
+    return {name: fill(f"report/{name}", **params) for name in (*QUERIES, *DELIVERY_QUERIES, *ENGINE_QUERIES)}
 
 
 def gather(spark, lake: str) -> dict[str, list[dict]]:
@@ -36,7 +38,8 @@ def gather(spark, lake: str) -> dict[str, list[dict]]:
 
     sql = queries()
     registered = register(spark, lake, list(sql.values()))
-    names = QUERIES + (DELIVERY_QUERIES if "delivery_events" in registered else ())
+    names = (QUERIES + (DELIVERY_QUERIES if "delivery_events" in registered else ())
+             + (ENGINE_QUERIES if audit.has_engine_records(lake) else ()))
     found, started = {}, time.perf_counter()
     with computed_once(spark, COSTLY_VIEWS, registered) as once:
         if once:

@@ -55,14 +55,15 @@ def told(found: dict[str, list[dict]], lake: str) -> str:
     lines += [f"  {r['difference']:<15} {r['explanation'] or '-':<28} {r['n']:>7}" for r in found["counts"]]
     lines.append(f"the first {len(found['rows'])}:" if len(found["rows"]) < total else "each:")
     for r in found["rows"]:
-        sides = "; ".join(f"{side} {_target(r, side)}" for side in SIDES)
+        sides = "; ".join(f"{side} {target(r, side)}" for side in SIDES)
         lines.append(f"  {r['difference']} {r['explanation'] or '-'}: message {r['message_key']} "
                      f"(tenant {r['tenant_id']}, {r['message_name']!r}, key {r['correlation_key']!r}) to "
                      f"{r['bpmn_process_id']}: {sides}")
     return "\n".join(lines)
 
 
-def _target(row: dict, side: str) -> str:
+def target(row: dict, side: str) -> str:
+    """What one side (`gold` or `engine`) of an engine_differences row correlated the message to."""
     if row[f"{side}_correlated_at"] is None:
         return "none"
     element = row[f"{side}_element_instance_key"]

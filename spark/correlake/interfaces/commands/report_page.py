@@ -9,6 +9,7 @@ from html import escape
 
 from correlake.config import absolute, data_docs_dir, default_max_quarantine_ratio, expectations_dir
 from correlake.interfaces import charts
+from correlake.interfaces.commands.audit import SIDES, target
 
 
 def page(data: dict[str, list[dict]], lake: str) -> str:
@@ -42,6 +43,7 @@ def page(data: dict[str, list[dict]], lake: str) -> str:
         _card("Quarantine reasons", "Input lines that were not ingested, by reason (table quarantine).",
               _bars(data["quarantine_reasons"], charts.PALETTE[1])),
         _delivery(data),
+        _engine(data),
     ]
     return PAGE.format(
         title=escape(f"correlake report — {lake}"), lake=escape(absolute(lake)), as_of=escape(as_of),
@@ -236,6 +238,21 @@ def _delivery(data: dict[str, list[dict]]) -> str:
             + "<h3>Dead letters (view dead_letters)</h3>"
             + (_bars(data["dead_letter_reasons"], charts.PALETTE[1]) if data["dead_letter_reasons"] else "<p>none</p>"))
     return _card("Delivery", about + " (views delivery_events, delivery_latency, dead_letters)", body, wide=True)
+
+
+def _engine(data: dict[str, list[dict]]) -> str:
+    """The card "The engine and correlake", for a lake of exporter records only (`analysis/audit.py`)."""
+    if "engine_difference_counts" not in data:
+        return ""
+    counts = [[r["difference"], r["explanation"] or "–", r["n"]] for r in data["engine_difference_counts"]]
+    first = [[r["difference"], r["explanation"] or "–", r["tenant_id"], r["message_key"], r["message_name"] or "–",
+              r["bpmn_process_id"], *(target(r, side) for side in SIDES)] for r in data["engine_first_differences"]]
+    return _card("The engine and correlake", "Where gold's correlations and the engine's own (its exported "
+                 "CORRELATED records) differ, by difference and explanation, and the first such messages "
+                 "(view engine_differences; `correlake audit`).",
+                 _table(["difference", "explanation", "messages · processes"], counts)
+                 + _table(["difference", "explanation", "tenant", "message", "name", "process", "gold", "engine"],
+                          first), wide=True)
 
 
 def _suites() -> dict[str, int]:
