@@ -162,9 +162,11 @@ def publish(context) -> dict:
 
 
 def stats(context) -> dict[str, int]:
-    """The run's summary, what gold now holds, and why what did not correlate did not: the
-    counts by reason are also the task's return value (its XCom in the UI), so that a rise
-    of one (a TTL too short, a producer's key in another case) shows from run to run."""
+    """The run's summary, what gold now holds, why what did not correlate did not, and (a lake of
+    exporter records) where the engine differs: the counts by reason and by difference are also
+    the task's return value (its XCom in the UI), so that a rise of one (a TTL too short, a
+    producer's key in another case) shows from run to run."""
+    from correlake.analysis import audit
     from correlake.analysis.report_data import reason_counts
 
     lake = _run(context)["lake"]
@@ -174,6 +176,12 @@ def stats(context) -> dict[str, int]:
     print("why not correlated (view explanations; near misses: view near_misses):")
     print("\n".join(f"  {label:<45} {n}" for label, n in counts.items()) or "  every message and subscription "
           "took part in a correlation")
+    if audit.has_engine_records(lake):  # a lake of exporter records: where the engine and correlake differ
+        differences = {f"engine · {r['difference']} · {r['explanation'] or '-'}": r["n"]
+                       for r in call(audit.audited, lake)["counts"]}
+        print("the engine and correlake (view engine_differences, `correlake audit`):")
+        print("\n".join(f"  {label:<45} {n}" for label, n in differences.items()) or "  no difference")
+        counts.update(differences)
     return counts
 
 
