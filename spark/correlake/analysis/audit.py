@@ -9,6 +9,7 @@ from correlake.lake.sqlfiles import fill
 from correlake.lake.tables import is_table
 
 QUERIES = {"counts": "engine_difference_counts", "rows": "engine_first_differences"}
+SIDES = ("gold", "engine")  # an engine_differences row's two sides, the prefixes of their columns
 
 
 def has_engine_records(lake: str) -> bool:
@@ -25,3 +26,12 @@ def audited(spark, lake: str) -> dict[str, list[dict]]:
     registered = register(spark, lake, list(sql.values()))
     with computed_once(spark, ["engine_differences"], registered):
         return {name: [row.asDict() for row in spark.sql(text).collect()] for name, text in sql.items()}
+
+
+def target(row: dict, side: str) -> str:
+    """What one side (`gold` or `engine`) of an engine_differences row correlated the message to."""
+    if row[f"{side}_correlated_at"] is None:
+        return "none"
+    element = row[f"{side}_element_instance_key"]
+    return (f"instance {row[f'{side}_process_instance_key']}" + (f" element {element}" if element else "")
+            + f" at {row[f'{side}_correlated_at'].strftime('%Y-%m-%d %H:%M:%S.%f')[:-3]}")

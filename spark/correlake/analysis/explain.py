@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from correlake.analysis import explain_story
+from correlake.analysis import audit, explain_story
 from correlake.errors import UsageError
 
 EXPLANATION = ("kind", "tenant_id", "message_key", "element_instance_key", "message_name", "reason",
@@ -25,7 +25,8 @@ def told(spark, lake: str, on_messages: dict | None, on_subscriptions: dict | No
     the lake and selectors as the user gave them)."""
     from correlake.lake import catalog
 
-    catalog.register(spark, lake, [f"explanations near_misses {STORY_TABLES}"])
+    engine = audit.has_engine_records(lake)
+    catalog.register(spark, lake, [f"explanations near_misses {STORY_TABLES}" + (" engine_differences" if engine else "")])
 
     def rows(table: str, alternatives: list[dict], *order: str) -> list[dict]:
         df = spark.table(table).where(matching(alternatives))
@@ -37,6 +38,8 @@ def told(spark, lake: str, on_messages: dict | None, on_subscriptions: dict | No
     if not messages and not subscriptions:
         raise UsageError(f"nothing in {selection}")
     siblings = _sibling_takes(spark.table("gold_correlations"), subscriptions)  # their keys may be others
+    differences = rows("engine_differences", [{"tenant_id": m["tenant_id"], "message_key": m["message_key"]}
+                                              for m in messages], "bpmn_process_id") if engine else []
     kept = _only_their_keys(spark, {o["correlation_key"] for o in messages + subscriptions})
 
     def story_rows(table: str, alternatives: list[dict], *order: str) -> list[dict]:
@@ -46,13 +49,14 @@ def told(spark, lake: str, on_messages: dict | None, on_subscriptions: dict | No
         return sorted(found, key=lambda r: tuple(r[c] for c in order)) if order else found
 
     try:
-        return _told(spark, story_rows, messages, subscriptions, siblings, as_json)
+        return _told(spark, story_rows, messages, subscriptions, siblings, differences, as_json)
     finally:  # the next question registers the tables it reads again, whole
         for name in KEYED_TABLES:
             spark.catalog.dropTempView(name)
 
 
-def _told(spark, rows, messages: list[dict], subscriptions: list[dict], siblings: list[dict], as_json: bool) -> str:
+def _told(spark, rows, messages: list[dict], subscriptions: list[dict], siblings: list[dict],
+          differences: list[dict], as_json: bool) -> str:
     objects = [("MESSAGE", m) for m in messages] + [("SUBSCRIPTION", s) for s in subscriptions]
     which = [_identity(dict(obj, kind=kind)) for kind, obj in objects]
     explained = {_key(r): r for r in rows("explanations", which)}
@@ -66,7 +70,7 @@ def _told(spark, rows, messages: list[dict], subscriptions: list[dict], siblings
         results.append((obj, dict(row, near_misses=misses.get(key, []))))
     if as_json:
         return json.dumps([result for _, result in results], ensure_ascii=False)
-    stories = explain_story.Stories(rows, messages, subscriptions, siblings)
+    stories = explain_story.Stories(rows, messages, subscriptions, siblings, differences)
     return "\n\n".join(stories.tell(obj, result) for obj, result in results)
 
 

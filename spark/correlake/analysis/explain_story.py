@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from correlake.analysis import audit
+
 WORKFLOW, MESSAGE = 0, 1  # stream ranks of the total order
 
 
@@ -13,7 +15,8 @@ class Stories:
     """The gold rows around the selected messages and subscriptions, read once (filtered on
     their tenants, names and keys), and the story of each."""
 
-    def __init__(self, rows, messages: list[dict], subscriptions: list[dict], sibling_takes: list[dict]):
+    def __init__(self, rows, messages: list[dict], subscriptions: list[dict], sibling_takes: list[dict],
+                 differences: list[dict]):
         triples = sorted({(m["tenant_id"], m["name"], m["correlation_key"]) for m in messages}
                          | {(s["tenant_id"], s["message_name"], s["correlation_key"]) for s in subscriptions})
 
@@ -30,6 +33,7 @@ class Stories:
                          for name in d["message_start_events"] or ()}
         self.as_of = rows("gold_as_of", [{}])[0]["as_of"]
         self.sibling_takes = sibling_takes  # the correlations that closed subscriptions as SIBLING_CORRELATED
+        self.differences = differences  # the messages' rows of engine_differences (a lake of exporter records)
 
     def tell(self, obj: dict, result: dict) -> str:
         """The object's story, one event a line, then its reason and near misses."""
@@ -40,6 +44,9 @@ class Stories:
         lines = [title, *(f"  {_time(at)}  {text}" for at, _, text in sorted(events, key=lambda e: e[:2])),
                  f"  as of {_time(self.as_of)}: {status}", f"  reason: {_reason(result)}"]
         lines += [f"  near miss ({m['miss']}): {_other(m)}" for m in result["near_misses"]]
+        if result["kind"] == "MESSAGE":
+            lines += [_difference(d) for d in self.differences
+                      if (d["tenant_id"], d["message_key"]) == (obj["tenant_id"], obj["message_key"])]
         return "\n".join(lines)
 
     def _message(self, m: dict):
@@ -124,6 +131,13 @@ def _reason(r: dict) -> str:
                f"gap {r['gap_ms']} ms" if r["gap_ms"] is not None else None]
     named = ", ".join(filter(None, related))
     return r["reason"] + (f" ({named})" if named else "")
+
+
+def _difference(d: dict) -> str:
+    """A line on where the engine correlated the message otherwise (a row of engine_differences)."""
+    why = f", {d['explanation']}" if d["explanation"] else ""
+    sides = "; ".join(f"{side} {audit.target(d, side)}" for side in audit.SIDES)
+    return f"  the engine differs ({d['difference']}{why}) on {d['bpmn_process_id']}: {sides} (`correlake audit`)"
 
 
 def _other(m: dict) -> str:

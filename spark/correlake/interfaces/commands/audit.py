@@ -10,12 +10,12 @@ import json
 import sys
 from datetime import datetime
 
+from correlake.analysis import audit
 from correlake.config import absolute
 from correlake.errors import EXIT_OK, UsageError
 from correlake.interfaces import options
 
 EXIT_DIFFERENT = 1
-SIDES = ("gold", "engine")
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -30,7 +30,6 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def main(args: argparse.Namespace) -> int:
-    from correlake.analysis import audit
     from correlake.driver import client
     from correlake.lake import catalog
 
@@ -55,20 +54,11 @@ def told(found: dict[str, list[dict]], lake: str) -> str:
     lines += [f"  {r['difference']:<15} {r['explanation'] or '-':<28} {r['n']:>7}" for r in found["counts"]]
     lines.append(f"the first {len(found['rows'])}:" if len(found["rows"]) < total else "each:")
     for r in found["rows"]:
-        sides = "; ".join(f"{side} {target(r, side)}" for side in SIDES)
+        sides = "; ".join(f"{side} {audit.target(r, side)}" for side in audit.SIDES)
         lines.append(f"  {r['difference']} {r['explanation'] or '-'}: message {r['message_key']} "
                      f"(tenant {r['tenant_id']}, {r['message_name']!r}, key {r['correlation_key']!r}) to "
                      f"{r['bpmn_process_id']}: {sides}")
     return "\n".join(lines)
-
-
-def target(row: dict, side: str) -> str:
-    """What one side (`gold` or `engine`) of an engine_differences row correlated the message to."""
-    if row[f"{side}_correlated_at"] is None:
-        return "none"
-    element = row[f"{side}_element_instance_key"]
-    return (f"instance {row[f'{side}_process_instance_key']}" + (f" element {element}" if element else "")
-            + f" at {_iso(row[f'{side}_correlated_at'])}")
 
 
 def _iso(value) -> str:

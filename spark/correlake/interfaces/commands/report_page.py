@@ -7,9 +7,9 @@ import json
 from datetime import datetime, timezone
 from html import escape
 
+from correlake.analysis.audit import SIDES, target
 from correlake.config import absolute, data_docs_dir, default_max_quarantine_ratio, expectations_dir
 from correlake.interfaces import charts
-from correlake.interfaces.commands.audit import SIDES, target
 
 
 def page(data: dict[str, list[dict]], lake: str) -> str:
