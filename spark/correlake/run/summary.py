@@ -54,6 +54,9 @@ def _summary(result) -> str:
             " (the lake's first outbox: an event for every gold correlation)" if result.outbox_backfilled else ""),
         "  timings  " + ", ".join(f"{stage} {secs:.1f}s" for stage, secs in result.timings.items()),
     ]
+    if result.engine_correlations or result.engine_duplicates:  # the engine's own (contract revision 4)
+        lines.insert(-1, f"  engine   correlations recorded {result.engine_correlations}, later records of a "
+                     f"correlated pair {result.engine_duplicates} (kept in bronze only)")
     if result.not_read:  # refused when read: left in the landing, for a later run
         lines.append(warning([f"{path} ({why})" for path, why in sorted(result.not_read.items())]))
     return "\n".join(lines)
