@@ -98,7 +98,6 @@ class _Builder:
     def build(self, landing_messages, landing_events, engine_correlations: bool) -> Export:
         raw_m, messages, m_copies = _valid("messages", landing_messages)
         raw_e, events, e_copies = _valid("workflow_events", landing_events)
-        model = reference(raw_m, raw_e)
         self.partition = {t: 1 + i % self.partitions
                           for i, t in enumerate(sorted({r["tenant_id"] for r in messages + events}))}
         self.start_time = min([m["published_at"] for m in messages] + [e["timestamp"] for e in events], default=0)
@@ -108,6 +107,8 @@ class _Builder:
         for e in (e for e in events if e["type"] != "PROCESS_DEPLOYED"):
             order = (e["timestamp"], 2 if e["type"] in ENDS else 0, e["position"])
             getattr(self, e["type"].lower())(e, order, e_copies[e["position"]])
+        # the model's correlations (quadratic) only when they are written or a pairing needs its start
+        model = reference(raw_m, raw_e) if engine_correlations or self.referenced else {"correlations": []}
         self.correlations(model["correlations"], {m["position"]: m for m in messages}, engine_correlations)
         return self.layout()
 
