@@ -70,6 +70,12 @@ ENGINE_CORRELATION = struct(
     ("process_instance_key", S), ("element_instance_key", S), ("subscription_type", S), ("correlated_at", T),
     ("partition_id", I), ("position", L),
 )
+# silver/engine_pending (run/engine_silver.py): the exporter records of mapped kinds not mapped (yet), `why`
+# as the view unmapped_engine_records gives it, with the columns to map them by in a later run
+ENGINE_PENDING = struct(
+    ("partition_id", I), ("position", L), ("key", L), ("timestamp", T), ("record_type", S), ("value_type", S),
+    ("intent", S), ("tenant_id", S), ("value", S), ("process_definition_key", L), ("element_id", S), ("why", S),
+)
 # Delivery (contract revision 2, docs/delivery.md). `payload` is the event's JSON text.
 OUTBOX = struct(
     ("event_id", S), ("kind", S), ("tenant_id", S), ("correlation_key", S), ("ordering_key", S),

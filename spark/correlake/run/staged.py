@@ -171,14 +171,14 @@ class StagedRun:
         versions, result = self.plan.versions, self.result
         if result.rebuild:
             return writes.plan_writes(versions, rebuild=True, outbox_events=result.outbox_events,
-                                      engine_correlations=result.engine_correlations)
+                                      engine_correlations=result.engine_correlations, mapped=result.mapped is not None)
         before = self.as_of_before
         key_groups_changed = versions["key_groups"] < 0 or not self.frame("key_groups").isEmpty()
         return writes.plan_writes(versions, deployments=result.deployments, key_groups_changed=key_groups_changed,
                                   as_of_moved=result.as_of != before, as_of_before=before,
                                   outbox_events=result.outbox_events, appended_rows=result.appended_rows(),
                                   engine_input=self.plan.engine_input,
-                                  engine_correlations=result.engine_correlations)
+                                  engine_correlations=result.engine_correlations, mapped=result.mapped is not None)
 
     def _write(self) -> None:
         """Carry out the write plan on a few threads, the longest first (the caller journals it)."""

@@ -47,7 +47,9 @@ def _summary(result) -> str:
         lines.append(f"           {count:>7}  {reason}  (first: {where})")
     lines += [
         f"  silver   new messages {result.new_messages}, new workflow events {result.new_workflow_events}, "
-        f"key groups recomputed {result.touched_groups}",
+        f"key groups recomputed {result.touched_groups}" + ("" if result.mapped is None else
+                                                             f", exporter records mapped {result.mapped}, "
+                                                             f"not mapped (yet) {result.unmapped}"),
         f"  gold     correlations (recomputed groups) {result.correlations}, as_of {_iso(result.as_of)}"
         + (f", path {result.path}" if result.path else ""),
         f"  outbox   new events {result.outbox_events}" + (

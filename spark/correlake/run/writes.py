@@ -42,12 +42,14 @@ class WritePlan:
 REBUILT = ("silver_messages", "silver_workflow_events", "silver_deployments", "key_groups", *GOLD_TABLES)
 MERGE_KEYS = {**GOLD_KEYS, "silver_messages": ["message_key"], "key_groups": SCOPE}
 APPENDED = ("quarantine", "silver_workflow_events", *BRONZE_TABLES.values())
+# a lake of exporter records' (run/engine_silver.py): its definitions and pending records, replaced by each run
+ENGINE_SILVER = ("silver_engine_definitions", "silver_engine_pending")
 
 
 def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: int = 0,
                 key_groups_changed: bool = True, as_of_moved: bool = False, as_of_before: int | None = None,
                 outbox_events: int = 0, appended_rows: dict[str, int] | None = None, engine_input: bool = False,
-                engine_correlations: int = 0) -> WritePlan:
+                engine_correlations: int = 0, mapped: bool = False) -> WritePlan:
     """The writes of a run over a lake whose tables are at `versions` (-1: none yet).
     A rebuild replaces silver and gold. Otherwise, the MERGEs first (they take longest):
     if `as_of_moved` (from `as_of_before`), gold/as_of's row replaced and the statuses that
@@ -55,8 +57,9 @@ def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: in
     brought some; the files read recorded and the new records appended (not to an existing
     table `appended_rows` gives none: no empty commit). Either way the run's
     `outbox_events` are appended to the outbox (created if the lake has none), and its
-    `engine_correlations` rows kept (`_engine`)."""
-    engine = _engine(versions, engine_correlations, rebuild)
+    `engine_correlations` rows kept (`_engine`), and if it `mapped` exporter records, ENGINE_SILVER replaced."""
+    engine = _engine(versions, engine_correlations, rebuild) + tuple(
+        Write(name, How.OVERWRITE) for name in ENGINE_SILVER if mapped)
     if rebuild:
         return WritePlan(tuple(Write(name, How.OVERWRITE) for name in REBUILT) + (Write("as_of", How.RECORD),)
                          + engine + _outbox(versions, outbox_events))

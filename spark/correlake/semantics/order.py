@@ -1,7 +1,8 @@
 """The total order of records (semantics rules 2-3), defined once.
 
 Every record the engine handles has a kind and a place in one sequence sorted by
-`SORT_COLUMNS`: event time, stream rank (workflow events 0, messages 1: rule 2), the
+`SORT_COLUMNS`: event time, stream rank (workflow events 0, messages 1: rule 2; in a lake of
+exporter records, ends 2), the
 position it is handled at, its own position. The position it is handled at is its own,
 except for a `SUBSCRIPTION_OPENED`: the lowest position of its rule-3 group (the opens
 sharing tenant, element instance and event time). The Spark side sorts by these columns
@@ -16,14 +17,19 @@ from correlake.contract.enums import ELEMENT_LEFT, INSTANCE_ENDED, PROCESS_DEPLO
 MESSAGE_PUBLISHED = "MESSAGE_PUBLISHED"
 
 MESSAGE_RANK, WORKFLOW_RANK = 1, 0  # rule 2: at one instant, workflow events before messages
+# a lake of exporter records (contract revision 4, *Mapping*): at one instant, ends after messages (the close
+# an engine writes in the millisecond of the correlation that caused it must not overtake its cause)
+END_RANK, ENDS = 2, (ELEMENT_LEFT, INSTANCE_ENDED)
 
 # The sort, in order: (event time in millis, stream rank, position handled at, position).
 TIME, RANK, GROUP_POSITION, POSITION = SORT_COLUMNS = ("t", "rank", "group_position", "position")
 
 
-def rank(kind: str) -> int:
-    """The stream rank of rule 2."""
-    return MESSAGE_RANK if kind == MESSAGE_PUBLISHED else WORKFLOW_RANK
+def rank(kind: str, ends_last: bool = False) -> int:
+    """The stream rank of rule 2; `ends_last`: of a lake of exporter records, ends after messages."""
+    if kind == MESSAGE_PUBLISHED:
+        return MESSAGE_RANK
+    return END_RANK if ends_last and kind in ENDS else WORKFLOW_RANK
 
 
 def sort_key(t: int, kind: str, position: int, group_position: int | None = None) -> tuple:
@@ -33,8 +39,10 @@ def sort_key(t: int, kind: str, position: int, group_position: int | None = None
 
 
 def record_sort_key(record: dict) -> tuple:
-    """`sort_key` of an engine input record (keys `t`, `kind`, `position`, `group_position`)."""
-    return sort_key(record[TIME], record["kind"], record[POSITION], record.get(GROUP_POSITION))
+    """`sort_key` of an engine input record (keys `t`, `kind`, `position`, `group_position`; `rank`,
+    when it has one, its rank as `rank` gave it)."""
+    key = sort_key(record[TIME], record["kind"], record[POSITION], record.get(GROUP_POSITION))
+    return key if record.get(RANK) is None else (key[0], record[RANK], *key[2:])
 
 
 def deployment_sort_key(deployment: dict) -> tuple:

@@ -21,9 +21,9 @@ def _part():
     return pair_key("tenant_id", "label")
 
 
-def engine_input(messages: DataFrame, routed_events: DataFrame) -> DataFrame:
+def engine_input(messages: DataFrame, routed_events: DataFrame, ends_last: bool = False) -> DataFrame:
     """One frame of engine records (`semantics/order.py`): labelled silver messages + routed
-    workflow events, whose kind is their type."""
+    workflow events, whose kind is their type; `ends_last`: a lake of exporter records' ranks."""
     m = (messages.withColumn("_part", _part())
          .select("_part", F.lit(order.MESSAGE_PUBLISHED).alias("kind"), millis("published_at").alias(order.TIME),
                  F.lit(order.MESSAGE_RANK).alias(order.RANK), F.col("message_key").alias(order.GROUP_POSITION),
@@ -35,7 +35,8 @@ def engine_input(messages: DataFrame, routed_events: DataFrame) -> DataFrame:
     w = (routed_events.withColumn("_part", _part())
          .withColumn(order.TIME, millis("timestamp"))
          .withColumn("kind", F.col("type"))
-         .withColumn(order.RANK, F.lit(order.WORKFLOW_RANK))
+         .withColumn(order.RANK, F.when(F.col("type").isin(*order.ENDS), F.lit(order.rank(order.ELEMENT_LEFT, ends_last)))
+                     .otherwise(F.lit(order.WORKFLOW_RANK)))
          .withColumn(order.GROUP_POSITION, F.when(opened, F.min(F.when(opened, F.col(order.POSITION))).over(group))
                      .otherwise(F.col(order.POSITION))))
     return m.unionByName(w.select(*[c for c in ENGINE_COLUMNS if c in w.columns]), allowMissingColumns=True) \
