@@ -52,7 +52,7 @@ def convert(landing_messages: list, landing_events: list, partitions: int = 1, n
                                                                    engine_correlations)
 
 
-def _valid(stream: str, records: list) -> tuple[list, list, dict]:
+def valid(stream: str, records: list) -> tuple[list, list, dict]:
     """(raw records, normalised records, copies by position): the first valid record of each position."""
     raw, out, copies = {}, [], {}
     for r in records:
@@ -96,8 +96,8 @@ class _Builder:
         return self.keys[name]
 
     def build(self, landing_messages, landing_events, engine_correlations: bool) -> Export:
-        raw_m, messages, m_copies = _valid("messages", landing_messages)
-        raw_e, events, e_copies = _valid("workflow_events", landing_events)
+        raw_m, messages, m_copies = valid("messages", landing_messages)
+        raw_e, events, e_copies = valid("workflow_events", landing_events)
         self.partition = {t: 1 + i % self.partitions
                           for i, t in enumerate(sorted({r["tenant_id"] for r in messages + events}))}
         self.start_time = min([m["published_at"] for m in messages] + [e["timestamp"] for e in events], default=0)
@@ -331,7 +331,7 @@ class _Builder:
 
 def unfaithful(landing_messages: list, landing_events: list) -> str | None:
     """Why the export of a case would not keep its result (None: it keeps it): it cannot be
-    written, an element or instance end shares a millisecond with a message (the exporter's
+    written, an element or instance end shares a millisecond with a message of its tenant (the exporter's
     order puts the end after it, the canonical order before), or the exporter's order within a
     millisecond changes the reference model's result."""
     try:
@@ -339,10 +339,10 @@ def unfaithful(landing_messages: list, landing_events: list) -> str | None:
     except Unconvertible as exc:
         return str(exc)
     messages, events = export.canonical()
-    ends = {e["timestamp"] for e in events if e["type"] in ENDS}
-    if ends & {m["published_at"] for m in messages}:
+    ends = {(e["tenant_id"], e["timestamp"]) for e in events if e["type"] in ENDS}
+    if ends & {(m["tenant_id"], m["published_at"]) for m in messages}:  # (rule 3a: tenants never interact)
         return "an element or instance end in the millisecond of a message"
-    want, got = reference(_valid("messages", landing_messages)[0], _valid("workflow_events", landing_events)[0]), \
+    want, got = reference(valid("messages", landing_messages)[0], valid("workflow_events", landing_events)[0]), \
         reference(messages, events)
     if any(canonical_rows(export.rename(want[t])) != canonical_rows(got[t]) for t in GOLD_TABLES):
         return "the exporter's order within a millisecond changes the result"
