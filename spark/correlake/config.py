@@ -56,20 +56,16 @@ AIRFLOW_RUN_TIMEOUT_SECONDS = 6 * 3600  # a DAG run (one at a time) fails after 
 STAGED_RUN_MAX_AGE_SECONDS = 24 * 3600  # frames an abandoned Airflow run staged are deleted after this
 DATA_DOCS_INDEX_VALIDATIONS = 50  # the latest validations the Data Docs index lists (10 runs' gates)
 
-STREAMS = ("messages", "workflow_events")  # the canonical streams
-ENGINE_STREAM = "zeebe"  # a Zeebe broker's exported records (contract revision 4): a lake reads one kind or the other
-LANDING_STREAMS = (*STREAMS, ENGINE_STREAM)
-BRONZE_TABLES = {"messages": "bronze_messages", "workflow_events": "bronze_workflow_events",
-                 ENGINE_STREAM: "bronze_engine_records"}  # each stream's bronze table (config.TABLES)
+STREAMS, ENGINE_STREAM = ("messages", "workflow_events"), "zeebe"  # canonical; a Zeebe export (a lake reads one)
+LANDING_STREAMS, BRONZE_TABLES = (*STREAMS, ENGINE_STREAM), {  # each stream's bronze table (TABLES)
+    **{s: f"bronze_{s}" for s in STREAMS}, ENGINE_STREAM: "bronze_engine_records"}
 STAGE_NAMES = ("bronze", "silver", "gold")  # the stages of a run, in order (run/stages.STAGES)
 
 # Lake layout: logical name -> path relative to the lake root.
 TABLES = {
-    "ingested_files": "_meta/ingested_files",
-    "runs": "_meta/runs",
+    "ingested_files": "_meta/ingested_files", "runs": "_meta/runs",
     "bronze_messages": "bronze/messages",
-    "bronze_workflow_events": "bronze/workflow_events",
-    "bronze_engine_records": "bronze/engine_records",
+    "bronze_workflow_events": "bronze/workflow_events", "bronze_engine_records": "bronze/engine_records",
     "quarantine": "quarantine/records",
     "silver_messages": "silver/messages",
     "silver_workflow_events": "silver/workflow_events",

@@ -12,7 +12,7 @@ from correlake.run.stages import STAGES
 from correlake.run.store import Plan
 from correlake.run.writes import How, Write, plan_writes
 
-EVERY = {name: 3 for name in TABLES}
+EVERY = {name: 3 for name in TABLES} | {"bronze_engine_records": -1}  # a lake of the canonical streams
 APPENDS = [Write(name, How.APPEND) for name in ("quarantine", "silver_workflow_events",
                                                  "bronze_messages", "bronze_workflow_events")]
 
@@ -74,6 +74,15 @@ def test_a_table_the_run_appends_nothing_to_is_not_written():
     assert Write("ingested_files", How.RECORD) in plan.writes  # the files read, whatever their lines
     first = plan_writes({**EVERY, "quarantine": -1}, appended_rows={"quarantine": 0})
     assert Write("quarantine", How.APPEND) in first.writes  # created, empty: a lake has every table
+
+
+def test_bronze_engine_records_is_created_by_a_run_of_exporter_records_only():
+    assert "bronze_engine_records" not in plan_writes(EVERY).tables  # a canonical run: the lake has no such table
+    created = plan_writes(EVERY, appended_rows={"bronze_engine_records": 0}, engine_input=True)
+    assert Write("bronze_engine_records", How.APPEND) in created.writes  # created, empty: all its lines quarantined
+    kept = plan_writes({**EVERY, "bronze_engine_records": 3}, appended_rows={"bronze_engine_records": 0},
+                       engine_input=True)
+    assert "bronze_engine_records" not in kept.tables  # no empty commit
 
 
 def test_gold_as_of_is_written_only_when_it_moves():

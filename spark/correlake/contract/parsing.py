@@ -9,6 +9,7 @@ import json
 import math
 import re
 import sys
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
 from correlake.config import DEFAULT_TENANT
@@ -39,6 +40,28 @@ _MISSING = object()
 
 class BadRecord(ValueError):
     """A line that goes to quarantine; the message is the reason."""
+
+
+class Faults:
+    """Every fault of one line: each field is read on its own, so that the quarantine reason
+    names them all, not only the first (`faults`: each fault as raised, with its traceback)."""
+
+    def __init__(self):
+        self.faults: list[BadRecord] = []
+
+    def read(self, read: Callable[[], object]):
+        """`read()`, or None with its fault noted."""
+        try:
+            return read()
+        except BadRecord as fault:
+            self.faults.append(fault)
+            return None
+
+    def raise_any(self) -> None:
+        if self.faults:
+            error = BadRecord("; ".join(map(str, self.faults)))
+            error.faults = self.faults
+            raise error
 
 
 def _reject_constant(name: str):
@@ -171,12 +194,13 @@ def subscription_version(obj: dict) -> int:
     return int_field(obj, "process_version", required=False, default=1, limit=INT32)
 
 
-def tenant_field(obj: dict) -> str:
-    value = value_of(obj, "tenant_id", False)
+def tenant_field(obj: dict, field: str = "tenant_id", named: str | None = None) -> str:
+    """A tenant: missing, null or "" is DEFAULT_TENANT (`named`: the field as a reason names it)."""
+    value = value_of(obj, field, False)
     if value is None or value == "":
         return DEFAULT_TENANT
     if not isinstance(value, str):
-        raise BadRecord("wrong type of tenant_id")
+        raise BadRecord(f"wrong type of {named or field}")
     return value
 
 

@@ -5,9 +5,9 @@ the line ("; " between them), not only its first. Its values: `parsing.py`."""
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
 
-from correlake.config import DEFAULT_TTL_MS
+from correlake.config import DEFAULT_TTL_MS, ENGINE_STREAM
+from correlake.contract.engine_records import parse_engine_record, source
 from correlake.contract.enums import (
     BOUNDARY_EVENT,
     ELEMENT_LEFT,
@@ -21,6 +21,7 @@ from correlake.contract.parsing import (
     INT32,
     MAX_MILLIS,
     BadRecord,
+    Faults,
     canonical_bytes,
     compact_json,
     decode,
@@ -35,28 +36,6 @@ from correlake.contract.parsing import (
 )
 
 READS_INTERRUPTING = (BOUNDARY_EVENT, EVENT_SUBPROCESS)  # the element types whose `interrupting` is read
-
-
-class _Faults:
-    """Every fault of one line: each field is read on its own, so that the quarantine reason
-    names them all, not only the first (`faults`: each fault as raised, with its traceback)."""
-
-    def __init__(self):
-        self.faults: list[BadRecord] = []
-
-    def read(self, read: Callable[[], object]):
-        """`read()`, or None with its fault noted."""
-        try:
-            return read()
-        except BadRecord as fault:
-            self.faults.append(fault)
-            return None
-
-    def raise_any(self) -> None:
-        if self.faults:
-            error = BadRecord("; ".join(map(str, self.faults)))
-            error.faults = self.faults
-            raise error
 
 
 def _ttl(obj: dict, published_at: int | None) -> int:
@@ -76,7 +55,7 @@ def _variables(obj: dict) -> str:
 
 
 def parse_message(obj: dict) -> dict:
-    f = _Faults()
+    f = Faults()
     position, tenant = f.read(lambda: int_field(obj, "position")), f.read(lambda: tenant_field(obj))
     name = f.read(lambda: string_field(obj, "name"))
     key = f.read(lambda: normalise_key(value_of(obj, "correlation_key", True), "correlation_key"))
@@ -124,7 +103,7 @@ def _starts(obj: dict) -> list:
 
 
 def parse_workflow_event(obj: dict) -> dict:
-    f = _Faults()
+    f = Faults()
 
     def instance(field: str, required: bool = True) -> str | None:
         return f.read(lambda: None if (v := value_of(obj, field, required)) is None else instance_key(v, field))
@@ -161,12 +140,15 @@ def parse_workflow_event(obj: dict) -> dict:
     return record
 
 
-PARSERS = {"messages": parse_message, "workflow_events": parse_workflow_event}
+PARSERS = {"messages": parse_message, "workflow_events": parse_workflow_event, ENGINE_STREAM: parse_engine_record}
 
 
 def parse_line(stream: str, raw: bytes) -> tuple[dict, str]:
-    """Return (normalised record, content hash) or raise BadRecord."""
+    """Return (normalised record, content hash) or raise BadRecord; an exporter record's of
+    the record it holds (a search hit's `_source`), which replays are compared as."""
     obj = decode(raw)
+    if stream == ENGINE_STREAM:
+        obj = source(obj)
     canonical = canonical_bytes(obj)
     record = PARSERS[stream](obj)
     return record, hashlib.sha256(canonical).hexdigest()[:32]

@@ -11,6 +11,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from correlake.config import ENGINE_STREAM
+
 
 def struct(*fields: tuple) -> StructType:
     return StructType([StructField(name, dtype, True) for name, dtype in fields])
@@ -27,6 +29,7 @@ PARSED = struct(
     ("type", S), ("timestamp", L), ("bpmn_process_id", S), ("process_version", I),
     ("process_instance_key", S), ("element_instance_key", S), ("element_id", S), ("element_type", S),
     ("message_name", S), ("interrupting", B), ("message_start_events", ArrayType(S)),
+    ("partition_id", I), ("key", L), ("record_type", S), ("value_type", S), ("intent", S), ("value", S),
 )
 
 MESSAGE_FIELDS = ["position", "tenant_id", "name", "correlation_key", "message_id", "published_at",
@@ -34,8 +37,16 @@ MESSAGE_FIELDS = ["position", "tenant_id", "name", "correlation_key", "message_i
 WORKFLOW_FIELDS = ["position", "tenant_id", "type", "timestamp", "bpmn_process_id", "process_version",
                    "process_instance_key", "element_instance_key", "element_id", "element_type",
                    "message_name", "correlation_key", "interrupting", "message_start_events"]
-STREAM_FIELDS = {"messages": MESSAGE_FIELDS, "workflow_events": WORKFLOW_FIELDS}
-STREAM_TIME = {"messages": "published_at", "workflow_events": "timestamp"}
+# bronze/engine_records (contract revision 4): a Zeebe exporter record's envelope, its value as JSON text, and
+# the lineage columns of the other bronze tables
+ENGINE_RECORD = struct(
+    ("partition_id", I), ("position", L), ("key", L), ("timestamp", T), ("record_type", S), ("value_type", S),
+    ("intent", S), ("tenant_id", S), ("value", S), ("raw", S), ("_record_hash", S), ("_is_replay", B),
+    ("_source_file", S), ("_line", L), ("_ingested_at", T), ("_run_id", S),
+)
+ENGINE_FIELDS = ENGINE_RECORD.fieldNames()[:ENGINE_RECORD.fieldNames().index("raw")]
+STREAM_FIELDS = {"messages": MESSAGE_FIELDS, "workflow_events": WORKFLOW_FIELDS, ENGINE_STREAM: ENGINE_FIELDS}
+STREAM_TIME = {"messages": "published_at", "workflow_events": "timestamp", ENGINE_STREAM: "timestamp"}
 INGESTED_FILE = (("stream", S), ("path", S), ("size", L), ("modified_at", L), ("lines", L))
 INGESTED_FILES = struct(*INGESTED_FILE, ("_ingested_at", T), ("_run_id", S))
 RUNS = struct(("run_id", S), ("started_at", T), ("finished_at", T), ("files", L), ("records_read", L),

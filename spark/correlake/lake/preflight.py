@@ -8,7 +8,17 @@ import os
 import re
 from pathlib import Path
 
-from correlake.config import DELTA_RETAIN_HOURS, absolute, allowed_roots, allowed_uris, is_uri, table_path
+from correlake.config import (
+    BRONZE_TABLES,
+    DELTA_RETAIN_HOURS,
+    ENGINE_STREAM,
+    STREAMS,
+    absolute,
+    allowed_roots,
+    allowed_uris,
+    is_uri,
+    table_path,
+)
 from correlake.errors import UsageError
 from correlake.lake import discovery, objectstore, tables
 from correlake.lake.landing import check_locations, unread_warning
@@ -62,8 +72,36 @@ def require_folder(lake: str | Path) -> None:
 
 def require_bronze(lake: str) -> None:
     """A rebuild's source: UsageError if the lake holds no bronze."""
-    if not any(tables.is_table(table_path(lake, name)) for name in ("bronze_messages", "bronze_workflow_events")):
+    if not any(tables.is_table(table_path(lake, name)) for name in BRONZE_TABLES.values()):
         raise UsageError(f"{lake} holds no bronze tables to rebuild from")
+
+
+class MixedInput(UsageError):
+    """Both kinds of input for one lake: the canonical streams and a Zeebe export (contract revision 4)."""
+
+
+_KINDS = {False: "canonical records (messages/, workflow_events/)", True: "Zeebe exporter records (zeebe/)"}
+
+
+def lake_kind(lake: str) -> str | None:
+    """The kind of input the lake was built from (`_KINDS`), by its bronze tables; None: no bronze yet."""
+    if tables.is_table(table_path(lake, BRONZE_TABLES[ENGINE_STREAM])):
+        return _KINDS[True]
+    if any(tables.is_table(table_path(lake, BRONZE_TABLES[stream])) for stream in STREAMS):
+        return _KINDS[False]
+    return None
+
+
+def require_one_kind(lake: str, streams: set[str]) -> None:
+    """MixedInput unless a run's new files (of `streams`) and the lake are of one kind of input:
+    a lake reads the canonical streams or a Zeebe export, never both. Before anything is written."""
+    kinds = {_KINDS[stream == ENGINE_STREAM] for stream in streams}
+    if len(kinds) > 1:
+        raise MixedInput(f"the landing holds both {' and '.join(sorted(kinds))}: a lake reads one kind of input; "
+                         "give each kind a landing and a lake of its own")
+    if kinds and (held := lake_kind(lake)) is not None and kinds != {held}:
+        raise MixedInput(f"the lake {lake} was built from {held} and the landing brings {kinds.pop()}: a lake "
+                         "reads one kind of input; give the other kind a lake of its own")
 
 
 def require_allowed(path: str | Path, what: str) -> None:

@@ -10,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from pyspark.sql import DataFrame, SparkSession
 
 from correlake.config import (
+    ENGINE_STREAM,
     GATES_BESIDE_MAX_BYTES,
     INTERPRETED_MAX_BYTES,
     INTERPRETED_MAX_HISTORY,
@@ -48,6 +49,11 @@ class Plan:
         """Whether each gate is checked beside the next stage: at most GATES_BESIDE_MAX_BYTES
         of new JSON, and not a rebuild."""
         return not self.result.rebuild and self._json_bytes <= GATES_BESIDE_MAX_BYTES
+
+    @property
+    def engine_input(self) -> bool:
+        """Whether the run reads Zeebe exporter records (its lake is one of them)."""
+        return any(f.stream == ENGINE_STREAM for f in self.files)
 
     @property
     def _json_bytes(self) -> int:

@@ -14,11 +14,12 @@ import zlib
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from correlake.config import LONG_LINE_RAW_BYTES, MAX_LINE_BYTES, PARSED_BATCH_BYTES, S3Settings
+from correlake.config import ENGINE_STREAM, LONG_LINE_RAW_BYTES, MAX_LINE_BYTES, PARSED_BATCH_BYTES, S3Settings
+from correlake.contract.engine_records import MAPPED_SQL, USED_SQL
 from correlake.contract.parsing import BadRecord
 from correlake.contract.records import parse_line
 from correlake.contract.schemas import PARSED, STREAM_FIELDS, STREAM_TIME
@@ -219,34 +220,42 @@ def file_batches(files: list[LandingFile], settings: S3Settings | None = None) -
                           max_weight=PARSED_BATCH_BYTES)
 
 
-KNOWN = "stream string, position bigint, _record_hash string, _source_file string, _line bigint"
+KNOWN = "stream string, _partition int, position bigint, _record_hash string, _source_file string, _line bigint"
+# a record's identity: its position in its stream, and an exporter record's partition (0 for the canonical streams)
+_IDENTITY = ["stream", "_partition", "position"]
+
+
+def _partition(df: DataFrame) -> Column:
+    return F.coalesce(F.col("partition_id"), F.lit(0)) if "partition_id" in df.columns else F.lit(0)
 
 
 def classify(parsed: DataFrame, known: DataFrame) -> DataFrame:
     """Add `_is_replay` and turn conflicting positions into quarantine reasons.
 
-    `known`: records already in bronze (`KNOWN`). The record that stands for a position
-    is the known one, else the first of this run by (file path, line); an equal record is
-    a replay, a different one a conflict.
+    `known`: records already in bronze (`KNOWN`). The record that stands for an identity
+    (position, and partition of an exporter record) is the known one, else the first of this
+    run by (file path, line); an equal record is a replay, a different one a conflict.
     One pass over `parsed` (bad lines have no position: they stay as they are).
     """
     ok = F.col("reason").isNull()
-    w = Window.partitionBy("stream", "position", ok).orderBy("_source_file", "_line")
+    w = Window.partitionBy(*_IDENTITY, ok).orderBy("_source_file", "_line")
     entry = lambda h, f, n: F.struct(F.col(h).alias("h"), F.col(f).alias("f"), F.col(n).alias("l"))  # noqa: E731
-    k = known.select("stream", "position", entry("_record_hash", "_source_file", "_line").alias("_known"))
-    rows = (parsed.withColumn("_first", F.first(entry("_record_hash", "_source_file", "_line")).over(w))
+    k = known.select(*_IDENTITY, entry("_record_hash", "_source_file", "_line").alias("_known"))
+    rows = (parsed.withColumn("_partition", _partition(parsed))
+                  .withColumn("_first", F.first(entry("_record_hash", "_source_file", "_line")).over(w))
                   .withColumn("_rank", F.row_number().over(w))
-                  .join(k, ["stream", "position"], "left"))
+                  .join(k, _IDENTITY, "left"))
     standing = F.coalesce(F.col("_known"), F.col("_first"))
     is_new = F.col("_known").isNull() & (F.col("_rank") == 1)
     same = F.col("_record_hash") == standing["h"]
-    conflict_reason = F.format_string(
-        "conflicting position %d: differs from the record at %s:%d",
-        F.col("position"), standing["f"], standing["l"])
+    conflict_reason = F.when(F.col("_partition") > 0, F.format_string(
+        "conflicting position %d of partition %d: differs from the record at %s:%d",
+        F.col("position"), F.col("_partition"), standing["f"], standing["l"])).otherwise(F.format_string(
+            "conflicting position %d: differs from the record at %s:%d", F.col("position"), standing["f"], standing["l"]))
     return (rows.withColumn("_is_replay", ok & ~is_new & same)
                 .withColumn("reason", F.when(~ok, F.col("reason")).when(is_new | same, F.lit(None))
                             .otherwise(conflict_reason))
-                .drop("_first", "_rank", "_known"))
+                .drop("_first", "_rank", "_known", "_partition"))
 
 
 def bronze_records(classified: DataFrame, stream: str) -> DataFrame:
@@ -274,15 +283,18 @@ def known_records(parsed: DataFrame, history: dict[str, DataFrame]) -> DataFrame
     for stream, b in history.items():
         if stream in ranges:
             known = known.unionByName(b.where(~F.col("_is_replay") & F.col("position").between(*ranges[stream]))
-                                      .select(F.lit(stream).alias("stream"), "position", "_record_hash",
-                                              "_source_file", "_line"))
+                                      .select(F.lit(stream).alias("stream"), _partition(b).alias("_partition"),
+                                              "position", "_record_hash", "_source_file", "_line"))
     return known
 
 
 def line_counts(classified: DataFrame) -> list:
     """The run's lines counted in one pass (`RunResult.count_lines` adds them up): per stream,
-    reason, replay, type and file, their number `n`, max event time `t` and first line (a
-    file not read: one row, no first line)."""
-    return (classified.groupBy("stream", "reason", "_is_replay", "type", "_source_file")
-            .agg(F.count("*").alias("n"), F.max(F.coalesce("published_at", "timestamp")).alias("t"),
-                 F.min("_line").alias("first_line")).collect())
+    reason, replay, type, ignored exporter record and file, their number `n`, max event time
+    `t` (of an exporter record: of a kind that is mapped) and first line (a file not read:
+    one row, no first line)."""
+    engine = F.col("stream") == ENGINE_STREAM
+    timed = F.when(~engine | F.expr(MAPPED_SQL), F.coalesce("published_at", "timestamp"))
+    return (classified.groupBy("stream", "reason", "_is_replay", "type",
+                               F.coalesce(engine & ~F.expr(USED_SQL), F.lit(False)).alias("_ignored"), "_source_file")
+            .agg(F.count("*").alias("n"), F.max(timed).alias("t"), F.min("_line").alias("first_line")).collect())
