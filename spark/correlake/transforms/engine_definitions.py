@@ -15,7 +15,7 @@ from correlake.contract.bpmn import BpmnRefused, element_types
 from correlake.contract.enums import ELEMENT_TYPES, PROCESS_DEPLOYED, SUBSCRIPTION_OPENED
 from correlake.contract.records import READS_INTERRUPTING
 from correlake.contract.schemas import ENGINE_PENDING, I, L, S, T, struct
-from correlake.transforms.engine_mapping import MSES, _event, event_position, kind, mappable
+from correlake.transforms.engine_mapping import MSES, event_columns, event_position, kind, mappable
 
 # why a record of a mapped kind takes no part (yet): the view unmapped_engine_records
 NO_DEFINITION, NO_ELEMENT, UNSUPPORTED_ELEMENT, RESOURCE_DELETION = (
@@ -73,7 +73,7 @@ def deployments(every: DataFrame, names: DataFrame) -> DataFrame:
 def deployed_events(deployments_: DataFrame) -> DataFrame:
     """Deployment rows as PROCESS_DEPLOYED workflow events (what silver's scope reads)."""
     columns = {name: F.col(name) for name in ("position", "bpmn_process_id", "process_version", "message_start_events")}
-    return deployments_.withColumn("timestamp", F.col("deployed_at")).select(*_event(PROCESS_DEPLOYED, **columns))
+    return deployments_.withColumn("timestamp", F.col("deployed_at")).select(*event_columns(PROCESS_DEPLOYED, **columns))
 
 
 def _named_definition() -> Column:
@@ -97,12 +97,13 @@ def subscriptions(candidates: DataFrame, every: DataFrame, owners: DataFrame) ->
                                 "elements", "refused"), "process_definition_key", "left")
              .withColumn("_type", F.col("elements")[F.col("v.elementId")]))
     why = (F.when(F.col("elements").isNull(), F.lit(NO_DEFINITION))
-           .when(F.col("refused").isNotNull() | F.col("_type").isNull(), F.lit(NO_ELEMENT))
+           .when(F.col("refused").isNotNull(), F.lit(UNSUPPORTED_ELEMENT))  # a BPMN refused: none of its elements read
+           .when(F.col("_type").isNull(), F.lit(NO_ELEMENT))
            .when(~F.col("_type").isin(*ELEMENT_TYPES), F.lit(UNSUPPORTED_ELEMENT)))
     found = found.withColumn("why", why).localCheckpoint()
     interrupting = F.when(F.col("_type").isin(*READS_INTERRUPTING), F.coalesce("v.interrupting", F.lit(True))) \
         .otherwise(F.lit(True))
-    opened = found.where(F.col("why").isNull()).select(*_event(
+    opened = found.where(F.col("why").isNull()).select(*event_columns(
         SUBSCRIPTION_OPENED, bpmn_process_id=F.col("v.bpmnProcessId"), process_version=F.col("_version"),
         process_instance_key=F.col("v.processInstanceKey").cast("string"),
         element_instance_key=F.col("v.elementInstanceKey").cast("string"), element_id=F.col("v.elementId"),

@@ -95,7 +95,7 @@ def messages(records: DataFrame) -> DataFrame:
         F.coalesce(F.col("v.variables"), F.lit("{}")).alias("variables"))
 
 
-def _event(type_: str, **columns: Column) -> list[Column]:
+def event_columns(type_: str, **columns: Column) -> list[Column]:
     """A mapped workflow event's columns (WORKFLOW_FIELDS), `columns` given, the rest null."""
     given = {"position": event_position(), "tenant_id": F.col("tenant_id"), "type": F.lit(type_),
              "timestamp": F.col("timestamp"), **columns}
@@ -107,7 +107,7 @@ def ends(records: DataFrame) -> DataFrame:
     (`with_value`) as workflow events: INSTANCE_ENDED for the process itself, else ELEMENT_LEFT."""
     done = records.where(kind("PROCESS_INSTANCE", "ELEMENT_COMPLETED", "ELEMENT_TERMINATED") & mappable())
     process = F.col("v.bpmnElementType") == "PROCESS"
-    ended = done.where(process).select(*_event(INSTANCE_ENDED, process_instance_key=_digits("key")))
-    left = done.where(~process).select(*_event(ELEMENT_LEFT, process_instance_key=_digits("v.processInstanceKey"),
+    ended = done.where(process).select(*event_columns(INSTANCE_ENDED, process_instance_key=_digits("key")))
+    left = done.where(~process).select(*event_columns(ELEMENT_LEFT, process_instance_key=_digits("v.processInstanceKey"),
                                                 element_instance_key=_digits("key")))
     return ended.unionByName(left)
