@@ -36,7 +36,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from support.helpers import START_KEY, iso_to_millis, read_gold, relabel, write_landing
+from support.helpers import merge_cases, project_row, read_gold, restore_row, write_landing
 
 from correlake.config import GOLD_TABLES, table_path
 from correlake.contract.reasons import reason_kind
@@ -53,26 +53,10 @@ SCENARIOS = SHARED + sorted(DATA.glob("scenarios/*.json"))
 OFFSET = 100_000
 
 
-def _max_time(sc: dict) -> int:
-    times = [iso_to_millis(m["published_at"]) if isinstance(m["published_at"], str) else m["published_at"]
-             for m in sc["messages"]]
-    times += [iso_to_millis(e["timestamp"]) if isinstance(e["timestamp"], str) else e["timestamp"]
-              for e in sc["workflow_events"]]
-    return max(times)
-
-
 @pytest.fixture(scope="module")
 def gold(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("conformance")
-    scenarios = [json.loads(p.read_text()) for p in SCENARIOS]
-    target = max(_max_time(sc) for sc in scenarios)
-    messages, events, layout = [], [], {}
-    for i, sc in enumerate(scenarios, start=1):
-        tag, shift = f"c{i:02d}", target - _max_time(sc)
-        lines_before = {"messages": len(messages), "workflow_events": len(events)}  # of one file per stream
-        layout[tag] = (i * OFFSET, shift, lines_before)
-        messages += relabel(sc["messages"], tag, i * OFFSET, shift, "published_at")
-        events += relabel(sc["workflow_events"], tag, i * OFFSET, shift, "timestamp")
+    messages, events, layout = merge_cases([json.loads(p.read_text()) for p in SCENARIOS], OFFSET)
     write_landing(root / "landing", messages, events)
     with pytest.MonkeyPatch.context() as env:  # Spark's path here, the small-run path in test_scenario_verbatim
         env.setenv("CORRELAKE_RUN_PATH", "spark")
@@ -84,33 +68,6 @@ def gold(spark, tmp_path_factory):
     return tables, layout
 
 
-def _restore(row: dict, offset: int, shift: int) -> dict:
-    row = dict(row)
-    row["tenant_id"] = row["tenant_id"].split("|", 1)[1]
-    for k in ("message_key", "duplicate_of"):
-        if row.get(k) is not None:
-            row[k] -= offset
-    for k in ("correlated_at", "message_published_at", "published_at", "deadline", "opened_at", "closed_at",
-              "started_at", "ended_at", "as_of"):
-        if row.get(k) is not None:
-            row[k] -= shift
-    if row.get("process_instance_key"):
-        m = START_KEY.match(row["process_instance_key"])
-        if m:
-            row["process_instance_key"] = f"msg-start:{m.group(1)}:{int(m.group(2)) - offset}"
-    return row
-
-
-def _project(row: dict, columns: list[str], from_expected: bool) -> tuple:
-    out = []
-    for c in columns:
-        v = row.get(c)
-        if from_expected and isinstance(v, str) and c.endswith(("_at", "deadline", "as_of")):
-            v = iso_to_millis(v)
-        out.append((c, v))
-    return tuple(out)
-
-
 @pytest.mark.parametrize("path", SCENARIOS, ids=[f"{p.parent.name}/{p.stem}" for p in SCENARIOS])
 def test_scenario(gold, path):
     tables, layout = gold
@@ -120,10 +77,10 @@ def test_scenario(gold, path):
     assert set(sc["expected"]) <= {*GOLD_TABLES, "quarantine"}, sc["name"]
     for table in GOLD_TABLES:
         expected = sc["expected"][table]
-        rows = [_restore(r, offset, shift) for r in tables[table] if r["tenant_id"].startswith(tag + "|")]
+        rows = [restore_row(r, offset, shift) for r in tables[table] if r["tenant_id"].startswith(tag + "|")]
         columns = sorted({c for r in expected for c in r})
-        got = sorted((_project(r, columns, False) for r in rows), key=repr)
-        want = sorted((_project(r, columns, True) for r in expected), key=repr)
+        got = sorted((project_row(r, columns, False) for r in rows), key=repr)
+        want = sorted((project_row(r, columns, True) for r in expected), key=repr)
         assert got == want, f"{sc['name']}: gold/{table} differs"
 
 
@@ -167,8 +124,8 @@ def test_scenario_verbatim(served, path, tmp_path, monkeypatch):
     assert sorted(sc["expected"]) == sorted(GOLD_TABLES)
     for table, expected in sc["expected"].items():
         columns = sorted({c for r in expected for c in r})
-        got = sorted((_project(r, columns, False) for r in _delta_rows(str(tmp_path / "lake"), table)), key=repr)
-        want = sorted((_project(r, columns, True) for r in expected), key=repr)
+        got = sorted((project_row(r, columns, False) for r in _delta_rows(str(tmp_path / "lake"), table)), key=repr)
+        want = sorted((project_row(r, columns, True) for r in expected), key=repr)
         assert got == want, f"{sc['name']}: gold/{table} differs"
     got, want = _quarantined(sc, _delta_rows(str(tmp_path / "lake"), "quarantine"),
                              {"messages": 0, "workflow_events": 0})

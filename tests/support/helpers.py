@@ -136,6 +136,59 @@ def relabel(records: list[dict], tenant: str, offset: int, shift_ms: int = 0,
     return out
 
 
+def latest_time(case: dict) -> int:
+    """The latest event time of a case's records (epoch millis)."""
+    return max([iso_to_millis(m["published_at"]) if isinstance(m["published_at"], str) else m["published_at"]
+                for m in case["messages"]] +
+               [iso_to_millis(e["timestamp"]) if isinstance(e["timestamp"], str) else e["timestamp"]
+                for e in case["workflow_events"]])
+
+
+def merge_cases(cases: list[dict], offset: int) -> tuple[list, list, dict]:
+    """Cases in one landing: case i (from 1) under tenant prefix c{i:02d}, its positions moved
+    by i * `offset`, its times shifted so that every case's latest record falls at one instant
+    (the default as_of); (messages, workflow events, {tag: (its offset, its shift, how many
+    records of each stream come before its own)})."""
+    target = max(latest_time(case) for case in cases)
+    messages, events, layout = [], [], {}
+    for i, case in enumerate(cases, start=1):
+        tag, shift = f"c{i:02d}", target - latest_time(case)
+        layout[tag] = (i * offset, shift, {"messages": len(messages), "workflow_events": len(events)})
+        messages += relabel(case["messages"], tag, i * offset, shift, "published_at")
+        events += relabel(case["workflow_events"], tag, i * offset, shift, "timestamp")
+    return messages, events, layout
+
+
+def restore_row(row: dict, offset: int, shift: int) -> dict:
+    """A gold row of a case relabelled by `relabel` (its tenant prefix, position offset and
+    time shift), as the case itself would have it."""
+    row = dict(row)
+    row["tenant_id"] = row["tenant_id"].split("|", 1)[1]
+    for k in ("message_key", "duplicate_of"):
+        if row.get(k) is not None:
+            row[k] -= offset
+    for k in ("correlated_at", "message_published_at", "published_at", "deadline", "opened_at", "closed_at",
+              "started_at", "ended_at", "as_of"):
+        if row.get(k) is not None:
+            row[k] -= shift
+    if row.get("process_instance_key"):
+        m = START_KEY.match(row["process_instance_key"])
+        if m:
+            row["process_instance_key"] = f"msg-start:{m.group(1)}:{int(m.group(2)) - offset}"
+    return row
+
+
+def project_row(row: dict, columns: list[str], from_expected: bool) -> tuple:
+    """A row on `columns`, an expected row's times (ISO-8601) as epoch millis."""
+    out = []
+    for c in columns:
+        v = row.get(c)
+        if from_expected and isinstance(v, str) and c.endswith(("_at", "deadline", "as_of")):
+            v = iso_to_millis(v)
+        out.append((c, v))
+    return tuple(out)
+
+
 def project(rows: list[dict], columns) -> list:
     return sorted((tuple(sorted((k, v) for k, v in r.items() if columns is None or k in columns)) for r in rows),
                   key=repr)
