@@ -112,7 +112,8 @@ def test_a_landing_in_object_storage_is_listed_after_the_mark(s3, monkeypatch):
     found = discovery.find(landing, lake, now=T + 1)
     assert not found.full and names(found.files, landing) == ["messages/h2/b.jsonl", "messages/h3/c.jsonl"]
     assert [f.read_before for f in found.files] == [3, 0]
-    assert asked == [f"{prefix}/messages/h2/b.json", f"{prefix}/workflow_events/h1/w.json"]  # the store starts there
+    assert asked == [f"{prefix}/messages/h2/b.json", f"{prefix}/workflow_events/h1/w.json",  # the store starts there
+                     ""]  # zeebe/: no mark, the whole (empty) stream
     found = discovery.find(landing, lake, now=T + DAY)
     assert found.full and names(found.files, landing) == [
         "messages/h0/late.jsonl", "messages/h2/b.jsonl", "messages/h3/c.jsonl"]

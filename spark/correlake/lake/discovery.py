@@ -15,7 +15,7 @@ import json
 import time
 from dataclasses import dataclass, field
 
-from correlake.config import STREAMS, full_listing_seconds
+from correlake.config import LANDING_STREAMS, full_listing_seconds
 from correlake.lake import meta
 from correlake.lake.files import state
 from correlake.lake.landing import LandingFile, listing, root_of
@@ -55,7 +55,7 @@ def marks(lake: str, landing: str, full: bool = False, now: int | None = None) -
     if (full or not every or not found or last is None or now - last >= every
             or record.get("landing") != root_of(landing)):
         return None
-    return {stream: found.get(stream, "") for stream in STREAMS}
+    return {stream: found.get(stream, "") for stream in LANDING_STREAMS}
 
 
 def find(landing: str, lake: str, full: bool = False, now: int | None = None) -> Found:
@@ -94,7 +94,7 @@ def record_published(lake: str, files: list[LandingFile], not_read: set[str], fu
     listed, or refused), never back; and the time of a full listing."""
     record, root = _record(lake), files[0].root
     moved = dict(record.get("marks") or {}) if record.get("landing") == root else {}
-    for stream in STREAMS:
+    for stream in LANDING_STREAMS:
         refused = [f.path for f in files if f.stream == stream and f.path in not_read]
         below = min(filter(None, [held.get(stream), *refused]), default=None)
         paths = [f.path for f in files if f.stream == stream and f.path not in not_read

@@ -8,7 +8,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import BinaryIO
 
-from correlake.config import GZIP_RATIO, STREAMS, S3Settings, absolute, is_uri, join, table_path
+from correlake.config import (
+    ENGINE_STREAM,
+    GZIP_RATIO,
+    LANDING_STREAMS,
+    STREAMS,
+    S3Settings,
+    absolute,
+    is_uri,
+    join,
+    table_path,
+)
 from correlake.errors import UsageError
 from correlake.lake import objectstore
 from correlake.text import escape
@@ -99,12 +109,13 @@ def check_locations(landing: str, lake: str) -> None:
         return _check_uris(landing, lake)
     if not Path(landing).is_dir():
         raise UsageError(f"landing folder {landing} does not exist or is not a folder")
-    if (not any((Path(landing) / stream).is_dir() for stream in STREAMS)
+    if (not any((Path(landing) / stream).is_dir() for stream in LANDING_STREAMS)
             and (Path(table_path(landing, "runs")) / "_delta_log").is_dir()):
-        raise UsageError(f"{landing} is a correlake lake, not a landing folder (no {'/ or '.join(STREAMS)}/ in it): "
+        raise UsageError(f"{landing} is a correlake lake, not a landing folder (no {'/ or '.join(LANDING_STREAMS)}/ in it): "
                          "are --landing and --lake the wrong way round?")
     lake_dir, landing_dir = Path(lake).resolve(), Path(landing).resolve()
-    if lake_dir == landing_dir or any(landing_dir / stream in (lake_dir, *lake_dir.parents) for stream in STREAMS):
+    if lake_dir == landing_dir or any(landing_dir / stream in (lake_dir, *lake_dir.parents)
+                                      for stream in LANDING_STREAMS):
         raise UsageError(f"the lake {lake} cannot be the landing folder {landing} or in its streams")
     if lake_dir.exists() and not lake_dir.is_dir():
         raise UsageError(f"cannot use {lake} as the lake folder: not a folder")
@@ -121,7 +132,7 @@ def _check_uris(landing: str, lake: str) -> None:
     reachable; a lake whose bucket is is written to as it is)."""
     lake_at, landing_at = absolute(lake), absolute(landing)
     if lake_at == landing_at or any(lake_at == join(landing, s) or lake_at.startswith(join(landing, s) + "/")
-                                    for s in STREAMS):
+                                    for s in LANDING_STREAMS):
         raise UsageError(f"the lake {lake} cannot be the landing {landing} or in its streams")
     for location, what in ((landing, "landing"), (lake, "lake")):
         if is_uri(location):
@@ -245,10 +256,11 @@ def listing(landing: str | Path, after: dict[str, str] | None = None) -> tuple[l
         bucket, root = objectstore.split(str(landing))[0], root_of(landing)
         found = [LandingFile(stream, f"s3a://{bucket}/{entry.key}", entry.size,
                              int(entry.modified_at.timestamp() * 1000), root)
-                 for stream in STREAMS for entry in _scan_objects(str(landing), stream, after.get(stream, ""))[0]]
+                 for stream in LANDING_STREAMS
+                 for entry in _scan_objects(str(landing), stream, after.get(stream, ""))[0]]
         return sorted(found, key=lambda f: f.path), held
     root = root_of(landing)
-    for stream in STREAMS:
+    for stream in LANDING_STREAMS:
         files, _, unreadable = _scan(landing, stream, after.get(stream, ""))
         if unreadable:
             held[stream] = min(unreadable)
@@ -266,24 +278,33 @@ def unread(landing: str | Path, after: dict[str, str] | None = None) -> list[str
     streams, only from the paths in `after` on if given (`listing`)."""
     after = after or {}
     if is_uri(landing):
-        scans = {stream: _scan_objects(str(landing), stream, after.get(stream, "")) for stream in STREAMS}
-        problems = [f"{stream}/ (no such folder)" for stream, (found, notes) in scans.items() if not found + notes]
+        scans = {stream: _scan_objects(str(landing), stream, after.get(stream, "")) for stream in LANDING_STREAMS}
+        present = {stream for stream, (found, notes) in scans.items() if found + notes}
+        problems = [f"{stream}/ (no such folder)" for stream in _expected(present) if stream not in present]
         notes = sorted(note for _, found_notes in scans.values() for note in found_notes)
         top = sorted(entry.name for entry in objectstore.listing(str(landing), recursive=False))
         return (problems + [f"{path} ({why})" for path, why in notes if why] + top
                 + [path for path, why in notes if not why])
     others = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in Path(landing).iterdir()
-                    if entry.name not in STREAMS)
+                    if entry.name not in LANDING_STREAMS)
+    present = {stream for stream in LANDING_STREAMS if (Path(landing) / stream).is_dir()}
     problems = []
-    for stream in STREAMS:
-        if not (Path(landing) / stream).is_dir():
-            problems.append(f"{stream}/ (no such folder)")
+    for stream in LANDING_STREAMS:
+        if stream not in present:
+            problems += [f"{stream}/ (no such folder)"] if stream in _expected(present) else []
+            continue
         for path, why in sorted(_scan(landing, stream, after.get(stream, ""))[1]):
             if why:
                 problems.append(f"{path} ({why})")
             else:
                 others.append(path)
     return problems + others
+
+
+def _expected(present: set[str]) -> tuple[str, ...]:
+    """The stream folders a landing is missing if it lacks them (`present`: those it has): a Zeebe
+    export's if it has that one (a lake reads one kind of input), else the canonical streams'."""
+    return (ENGINE_STREAM,) if ENGINE_STREAM in present else STREAMS
 
 
 def unread_warning(landing: str | Path, shown: int = 5, after: dict[str, str] | None = None) -> str | None:
