@@ -19,10 +19,8 @@ from correlake.contract.parsing import (
 )
 
 EVENT = "EVENT"  # the only `recordType` read further
-# (valueType -> its intents, None: any) the contract maps (MAPPED_KINDS), audits, or reads to find
+# (valueType -> its intents, None: any) the contract maps, audits, lists as unmapped, or reads to find
 # an element's owner: every PROCESS_INSTANCE record. Other records are kept in bronze and ignored.
-MAPPED_KINDS = {"MESSAGE": ("PUBLISHED",), "PROCESS": ("CREATED",), "PROCESS_MESSAGE_SUBSCRIPTION": ("CREATING",),
-                "PROCESS_INSTANCE": ("ELEMENT_COMPLETED", "ELEMENT_TERMINATED")}
 USED_KINDS = {"MESSAGE": ("PUBLISHED",), "PROCESS": ("CREATED", "DELETED"),
               "MESSAGE_START_EVENT_SUBSCRIPTION": ("CREATED", "CORRELATED"),
               "PROCESS_MESSAGE_SUBSCRIPTION": ("CREATING", "CORRELATED"), "PROCESS_INSTANCE": None}
@@ -37,7 +35,7 @@ def kinds_sql(kinds: dict[str, tuple[str, ...] | None]) -> str:
     return f"(record_type = {EVENT!r} AND ({' OR '.join(kind(*k) for k in kinds.items())}))"
 
 
-USED_SQL, MAPPED_SQL = kinds_sql(USED_KINDS), kinds_sql(MAPPED_KINDS)
+USED_SQL = kinds_sql(USED_KINDS)
 
 
 def source(obj: dict) -> dict:

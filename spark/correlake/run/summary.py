@@ -41,7 +41,9 @@ def _summary(result) -> str:
     lines = [
         f"correlake {'rebuild' if result.rebuild else 'run'} {result.run_id}",
         f"  bronze   files {result.files}, records read {result.records_read}, "
-        f"replays {result.replays}, quarantined {result.quarantined_total}",
+        f"replays {result.replays}, quarantined {result.quarantined_total}" + (
+            f", exporter records {result.engine_records} (ignored kinds {result.ignored_records})"
+            if result.engine_records else ""),
     ]
     for reason, count, where in result.top_quarantine_reasons(10):
         lines.append(f"           {count:>7}  {reason}  (first: {where})")

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from correlake.config import ENGINE_STREAM, LONG_LINE_RAW_BYTES, MAX_LINE_BYTES, PARSED_BATCH_BYTES, S3Settings
-from correlake.contract.engine_records import MAPPED_SQL, USED_SQL
+from correlake.contract.engine_records import USED_SQL
 from correlake.contract.parsing import BadRecord
 from correlake.contract.records import parse_line
 from correlake.contract.schemas import PARSED, STREAM_FIELDS, STREAM_TIME
@@ -291,10 +291,8 @@ def known_records(parsed: DataFrame, history: dict[str, DataFrame]) -> DataFrame
 def line_counts(classified: DataFrame) -> list:
     """The run's lines counted in one pass (`RunResult.count_lines` adds them up): per stream,
     reason, replay, type, ignored exporter record and file, their number `n`, max event time
-    `t` (of an exporter record: of a kind that is mapped) and first line (a file not read:
-    one row, no first line)."""
-    engine = F.col("stream") == ENGINE_STREAM
-    timed = F.when(~engine | F.expr(MAPPED_SQL), F.coalesce("published_at", "timestamp"))
-    return (classified.groupBy("stream", "reason", "_is_replay", "type",
-                               F.coalesce(engine & ~F.expr(USED_SQL), F.lit(False)).alias("_ignored"), "_source_file")
-            .agg(F.count("*").alias("n"), F.max(timed).alias("t"), F.min("_line").alias("first_line")).collect())
+    `t` and first line (a file not read: one row, no first line)."""
+    ignored = F.coalesce((F.col("stream") == ENGINE_STREAM) & ~F.expr(USED_SQL), F.lit(False))
+    return (classified.groupBy("stream", "reason", "_is_replay", "type", ignored.alias("_ignored"), "_source_file")
+            .agg(F.count("*").alias("n"), F.max(F.coalesce("published_at", "timestamp")).alias("t"),
+                 F.min("_line").alias("first_line")).collect())
