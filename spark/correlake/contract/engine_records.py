@@ -69,7 +69,6 @@ def parse_engine_record(obj: dict) -> dict:
     """An exporter record's envelope (`source(obj)`), or BadRecord naming every fault of it;
     of its value only `tenantId` is read (missing, null or "": the default tenant)."""
     f = Faults()
-    value = f.read(lambda: _value(obj))
     record = {
         "partition_id": f.read(lambda: _at_least(int_field(obj, "partitionId", limit=INT32), 1, "partitionId")),
         "position": f.read(lambda: _at_least(int_field(obj, "position"), 0, "position")),
@@ -77,8 +76,9 @@ def parse_engine_record(obj: dict) -> dict:
         "timestamp": f.read(lambda: _timestamp(obj)),
         **{column: f.read(lambda field=field: string_field(obj, field)) for column, field in (
             ("record_type", "recordType"), ("value_type", "valueType"), ("intent", "intent"))},
-        "tenant_id": None if value is None else f.read(lambda: tenant_field(value, "tenantId", "value.tenantId")),
-        "value": None if value is None else compact_json(value),
     }
+    if (value := f.read(lambda: _value(obj))) is not None:
+        record.update(tenant_id=f.read(lambda: tenant_field(value, "tenantId", "value.tenantId")),
+                      value=compact_json(value))
     f.raise_any()
     return record
