@@ -17,7 +17,7 @@ from correlake.config import BRONZE_TABLES, ENGINE_STREAM, GOLD_TABLES, STAGE_NA
 from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, SCOPE
 from correlake.quality import rules
 from correlake.quality.gates import GateFailed
-from correlake.run import small_scope
+from correlake.run import engine_silver, small_scope
 from correlake.run.outbox import new_events, of_keys
 from correlake.run.staged import Stage, StagedRun
 from correlake.transforms import bronze, engine_audit, gold, silver
@@ -55,12 +55,17 @@ def _silver(run: StagedRun) -> None:
     records: planned on the driver for a small run (`small_scope`), else on Spark."""
     rebuild = run.result.rebuild
     old = (lambda name: None) if rebuild else run.history  # noqa: E731
-    new = {s: silver.distinct_records(run.frame(f"bronze_{s}")) for s in STREAMS}
-    if rebuild:  # every record of bronze is new to silver
-        new = {s: silver.distinct_records(run.history(f"bronze_{s}")).unionByName(new[s]) for s in STREAMS}
-    new_events = silver.workflow_events(new["workflow_events"])
-    deployments = run.store.put("silver_deployments", silver.deployments(
-        silver.deployed(new_events), old("silver_deployments")))
+    if engine_silver.is_engine_lake(run):  # exporter records mapped: the run's new records
+        mapped = engine_silver.mapped(run)
+        new, new_events, appended = {"messages": mapped.messages}, mapped.events, mapped.appended
+        deployments = run.store.put("silver_deployments", mapped.deployments)
+    else:
+        new = {s: silver.distinct_records(run.frame(f"bronze_{s}")) for s in STREAMS}
+        if rebuild:  # every record of bronze is new to silver
+            new = {s: silver.distinct_records(run.history(f"bronze_{s}")).unionByName(new[s]) for s in STREAMS}
+        new_events = appended = silver.workflow_events(new["workflow_events"])
+        deployments = run.store.put("silver_deployments", silver.deployments(
+            silver.deployed(new_events), old("silver_deployments")))
     history = not rebuild and run.plan.versions["silver_messages"] >= 0  # silver's tables are read
     redeployed = run.result.deployments > 0
     small = small_scope.plan(run, new["messages"], new_events, history, redeployed)
@@ -75,7 +80,7 @@ def _silver(run: StagedRun) -> None:
                                                              silver.accepted_messages(work.message_records)))
         run.store.put("routed", work.routed)
         run.result.touched_groups = work.scope.select("tenant_id", "label").distinct().count()
-    run.store.put("silver_workflow_events", new_events, narrow=not rebuild)
+    run.store.put("silver_workflow_events", appended, narrow=not rebuild)
 
 
 def spark_plan(run: StagedRun, new_messages: DataFrame, new_events: DataFrame, old: Callable, deployments: DataFrame,
@@ -118,7 +123,7 @@ def _gold(run: StagedRun) -> None:
     """The touched key groups replayed by the engine: their rows of the gold tables."""
     touched = run.frame("touched_keys")
     labelled = run.frame("silver_messages").join(touched.select(*SCOPE, "label"), SCOPE)
-    engine_in = gold.engine_input(labelled, run.frame("routed"))
+    engine_in = gold.engine_input(labelled, run.frame("routed"), ends_last=engine_silver.is_engine_lake(run))
     deployments = gold.deployments_by_tenant(run.frame("silver_deployments"))
     if run.result.path == "small":  # as silver chose
         engine_out = gold.run_engine_in_driver(engine_in, deployments)
