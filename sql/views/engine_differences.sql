@@ -7,7 +7,8 @@
 -- AFTER_DEADLINE (the engine correlated at or after the message's deadline), else the
 -- message's reason in `explanations`; for ONLY_CORRELAKE of a START, LOCK_OTHER_TENANT (the
 -- engine then held an instance of the process, started by a message of the same non-empty
--- key in another tenant and not ended: its lock is blind to tenants); else null.
+-- key in another tenant and not ended: its lock is blind to tenants); else null. Empty on a
+-- lake of the canonical streams (no exporter records: no engine to compare with).
 WITH pairs AS (
   SELECT coalesce(c.tenant_id, e.tenant_id) AS tenant_id, coalesce(c.message_key, e.message_key) AS message_key,
          coalesce(c.bpmn_process_id, e.bpmn_process_id) AS bpmn_process_id,
@@ -19,7 +20,7 @@ WITH pairs AS (
          c.process_instance_key AS gold_process_instance_key, c.element_instance_key AS gold_element_instance_key,
          c.correlated_at AS gold_correlated_at, e.process_instance_key AS engine_process_instance_key,
          e.element_instance_key AS engine_element_instance_key, e.correlated_at AS engine_correlated_at
-  FROM gold_correlations c
+  FROM (SELECT * FROM gold_correlations WHERE EXISTS (SELECT 1 FROM bronze_engine_records)) c
   FULL OUTER JOIN gold_engine_correlations e
     ON e.tenant_id = c.tenant_id AND e.message_key = c.message_key AND e.bpmn_process_id = c.bpmn_process_id
 ),

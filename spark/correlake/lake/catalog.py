@@ -16,7 +16,7 @@ from pyspark.sql import functions as F
 
 from correlake.config import DELIVERY_TABLES, GOLD_TABLES, TABLES, sql_dir, table_path
 from correlake.contract.ordering import ordering_key_column
-from correlake.contract.schemas import ENGINE_CORRELATION, ENGINE_PENDING
+from correlake.contract.schemas import ENGINE_CORRELATION, ENGINE_PENDING, ENGINE_RECORD
 from correlake.errors import UsageError
 from correlake.lake import kept_tables, sqlfiles
 from correlake.lake.journal import UNREADABLE_JOURNAL, journal_path, unfinished_run
@@ -28,7 +28,8 @@ TABLE_NAMES = {(f"gold_{name}" if TABLES.get(name, "").startswith("gold/") else 
                for name in (*TABLES, *DELIVERY_TABLES)}
 REQUIRED = tuple(f"gold_{name}" for name in (*GOLD_TABLES, "as_of"))
 # tables a lake may lack for good, read then as empty (a lake of canonical streams has no engine correlations)
-EMPTY_WHEN_ABSENT = {"gold_engine_correlations": ENGINE_CORRELATION, "silver_engine_pending": ENGINE_PENDING}
+EMPTY_WHEN_ABSENT = {"bronze_engine_records": ENGINE_RECORD, "gold_engine_correlations": ENGINE_CORRELATION,
+                     "silver_engine_pending": ENGINE_PENDING}
 
 
 class MissingTables(UsageError):
