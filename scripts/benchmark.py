@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/benchmark.py --messages 100000 --events 100000 [--skew uniform|zipf|hot]
         [--increment 0.01[,0.001...]] [--increment-time within|after] [--repeat 1] [--hourly]
-        [--via process|cli|driver|kept] [--out .local/bench]
+        [--via process|cli|driver|kept] [--input canonical|zeebe] [--out .local/bench]
 
 Not run by CI. Reports time per stage and gate (and, for runs in this process, the
 seconds the JVM spent compiling: `jit`), rows/s, and the floor: the time the
@@ -24,11 +24,16 @@ later would), the driver stopped at the end.
 --increment-time says when the increment's records happen: within the first run's hour
 (late data, interleaved with the history: `as_of` stays), or in the hour after it (as
 hourly runs go: `as_of` moves, so the statuses of `gold/messages` that cross are updated).
+--input zeebe lands the same records as a Zeebe export instead (docs/zeebe.md): every
+landing of the workload converted at once by tests/support/zeebe_export.py (two partitions,
+three unmapped records per mapped one: jobs, variables, commands…), each landing holding
+the records of its own hour (so one increment share, in the hour after or hourly).
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import os
 import re
@@ -46,8 +51,10 @@ CORRELAKE = str(Path(sys.executable).with_name("correlake"))
 
 def floor_seconds(spark, landing: Path, target: Path) -> float:
     """Read the landing JSON with Spark and write it once to Delta."""
+    from correlake.config import LANDING_STREAMS
+
     start = time.perf_counter()
-    for stream in ("messages", "workflow_events"):
+    for stream in (s for s in LANDING_STREAMS if (landing / s).is_dir()):
         (spark.read.json(str(landing / stream / "*" / "*.jsonl")).write.format("delta").mode("overwrite")
          .save(str(target / stream)))
     return time.perf_counter() - start
@@ -61,6 +68,30 @@ def cold_floor_seconds(landing: Path, target: Path) -> float:
     done = subprocess.run([sys.executable, "-c", code, str(landing), str(target)], cwd=Path(__file__).parent,
                           capture_output=True, text=True, check=True)
     return float(done.stdout.split()[-1])
+
+
+def as_zeebe_export(landings: list[Path], starts: list[int], files: int = 8) -> list[int]:
+    """The canonical landings (in time order, landing i's records from `starts[i]` on) as one
+    Zeebe export, written to their zeebe/ folders in place of their canonical streams; the lines of each."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from support.zeebe_export import convert
+
+    def rows(stream: str) -> list:
+        return [json.loads(line) for landing in landings for path in sorted((landing / stream).rglob("*.jsonl"))
+                for line in path.open()]
+
+    export = convert(rows("messages"), rows("workflow_events"), partitions=2, noise=3)
+    parts = [[] for _ in landings]
+    for r in export.records:
+        parts[max(bisect.bisect_right(starts, r["timestamp"]) - 1, 0)].append(r)
+    for landing, part in zip(landings, parts):
+        for stream in ("messages", "workflow_events"):
+            shutil.rmtree(landing / stream)
+        folder = landing / "zeebe" / "batch-000000000001"
+        folder.mkdir(parents=True)
+        for f in range(files):
+            (folder / f"part-{f}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in part[f::files]))
+    return [len(part) for part in parts]
 
 
 def files_per_table(spark, lake: Path) -> dict:
@@ -174,8 +205,13 @@ def main() -> None:
     parser.add_argument("--via", choices=["process", "cli", "driver", "kept"], default="process",
                         help="run the increments in this process, as fresh `correlake run` processes, on a driver, "
                              "or as fresh `correlake run` processes on the kept driver")
+    parser.add_argument("--input", choices=["canonical", "zeebe"], default="canonical",
+                        help="the landings' records as canonical streams or as a Zeebe export of them")
     parser.add_argument("--out", default=".local/bench")
     args = parser.parse_args()
+    shares = [float(x) for x in args.increment.split(",") if x]
+    if args.input == "zeebe" and (len(shares) > 1 or args.increment_time == "within" and not args.hourly):
+        parser.error("--input zeebe takes one --increment share, in the hour after (--increment-time after) or --hourly")
 
     from correlake.run import pipeline
     from correlake.runtime.session import get_spark
@@ -186,8 +222,20 @@ def main() -> None:
     landing, lake = out / "landing", out / "lake"
     t = time.perf_counter()
     generate(landing, args.messages, args.events, args.skew)
-    report = {"workload": vars(args), "generate_s": round(time.perf_counter() - t, 1),
-              "floor_cold_s": round(cold_floor_seconds(landing, out / "floor_cold"), 1)}
+    increments = {}  # (share's index, repeat) -> its landing and its records' first time
+    for i, share in enumerate(shares):
+        for k in range(args.repeat if args.hourly else 1):
+            start_ms = BASE_MS + (HOUR_MS * (k + 1) if args.increment_time == "after" or args.hourly else 0)
+            increments[i, k] = (out / f"increment{i}" / (f"landing{k}" if args.hourly else "landing"), start_ms)
+            generate(increments[i, k][0], int(args.messages * share), int(args.events * share), args.skew,
+                     seed=2 + i + 100 * k, first_position=10 ** 9 + 10 ** 8 * k, start_ms=start_ms)
+    report = {"workload": vars(args), "generate_s": round(time.perf_counter() - t, 1)}
+    if args.input == "zeebe":
+        t = time.perf_counter()
+        report["landing_lines"] = as_zeebe_export([landing, *(v[0] for v in increments.values())],
+                                                  [BASE_MS - HOUR_MS, *(v[1] for v in increments.values())])
+        report["convert_s"] = round(time.perf_counter() - t, 1)
+    report["floor_cold_s"] = round(cold_floor_seconds(landing, out / "floor_cold"), 1)
     t = time.perf_counter()
     spark = get_spark()
     report["spark_start_s"] = round(time.perf_counter() - t, 1)
@@ -195,7 +243,6 @@ def main() -> None:
     t = time.perf_counter()
     result, timings = run_in_process(spark, landing, lake)
     runs.append({"run": "first", "total_s": round(time.perf_counter() - t, 1), **timings})
-    shares = [float(x) for x in args.increment.split(",") if x]
     if args.via == "kept":  # as cron runs it: the lake's first run starts the kept driver
         t = time.perf_counter()
         timings = run_increment(spark, "kept", out / "landing", out / "lake_kept", None)
@@ -211,11 +258,7 @@ def main() -> None:
             if args.hourly and args.via != "kept":
                 shutil.copytree(out / "lake", hourly_lake)
             for k in range(args.repeat):
-                landing = out / f"increment{i}" / (f"landing{k}" if args.hourly else "landing")
-                if args.hourly or not k:
-                    generate(landing, n_m, n_e, args.skew, seed=2 + i + 100 * k, first_position=10 ** 9 + 10 ** 8 * k,
-                             start_ms=BASE_MS + (HOUR_MS * (k + 1) if args.increment_time == "after" or args.hourly
-                                                 else 0))
+                landing = increments[i, k if args.hourly else 0][0]
                 if args.hourly:
                     lake = out / "lake_kept" if args.via == "kept" else hourly_lake
                 else:
@@ -249,7 +292,8 @@ def main() -> None:
     report["jvm_peak_rss_mb"] = jvm_peak_rss_mb(spark)  # local mode: the driver and its executors
     report["files_per_table"] = files_per_table(spark, out / "lake")
     (out / "report.json").write_text(json.dumps(report, indent=2))
-    lines = [f"# correlake benchmark: {args.messages} messages + {args.events} events ({args.skew})", "",
+    lines = [f"# correlake benchmark: {args.messages} messages + {args.events} events ({args.skew})"
+             + (f", as a Zeebe export of {report['landing_lines']} lines" if args.input == "zeebe" else ""), "",
              f"Spark start {report['spark_start_s']} s; floor (read JSON, write Delta once) "
              f"{report['floor_cold_s']} s in a fresh process (cold JVM, as the first run), {report['floor_s']} s warm "
              f"(at the end); the first run took {report['first_run_over_floor']['cold']} × the cold floor "
