@@ -93,7 +93,7 @@ def lake(spark, tmp_path_factory):
     write_jsonl(zeebe / "3" / "c.jsonl", [message(1, 10, "k1"), rec(1, 11, "JOB", "FAILED"),
                                           hit(message(2, 12, "k3"))])
     second = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
-    return spark, landing, lake_dir, (first, second), first_bronze, {"a": str(a), "b": str(b), "root": zeebe}
+    return spark, landing, lake_dir, (first, second), first_bronze, {"a": str(a), "b": str(b)}
 
 
 def rows(spark, lake_dir: str, name: str) -> list:
