@@ -13,6 +13,7 @@ from deltalake import write_deltalake
 from correlake.config import table_path
 from correlake.contract.parsing import BadRecord
 from correlake.contract.records import parse_line
+from correlake.lake.landing import listing, unread
 from correlake.lake.preflight import MixedInput, require_one_kind
 
 RECORD = {"partitionId": 1, "position": 7, "key": 2251799813685249, "timestamp": 1767225600000,
@@ -105,3 +106,15 @@ def test_a_lake_reads_one_kind_of_input(tmp_path):
     with pytest.raises(MixedInput, match="was built from canonical records .* the landing brings Zeebe") as exc:
         require_one_kind(lake, {"zeebe"})
     assert exc.value.exit_code == 2
+
+
+def test_a_landing_is_missing_only_the_stream_folders_of_its_kind(tmp_path):
+    (tmp_path / "zeebe" / "1").mkdir(parents=True)
+    (tmp_path / "zeebe" / "1" / "a.jsonl").write_text("{}\n")
+    assert unread(tmp_path) == []  # no messages/ or workflow_events/ to miss
+    assert [f.stream for f in listing(tmp_path)[0]] == ["zeebe"]
+    (tmp_path / "zeebe" / "1" / "a.jsonl").rename(tmp_path / "messages.jsonl")
+    (tmp_path / "zeebe" / "1").rmdir()
+    (tmp_path / "zeebe").rmdir()
+    (tmp_path / "messages").mkdir()
+    assert unread(tmp_path) == ["workflow_events/ (no such folder)", "messages.jsonl"]  # never zeebe/
