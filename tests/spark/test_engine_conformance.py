@@ -16,14 +16,22 @@ expected rows (a scenario's `expected`, the pipeline case's from the reference m
 the instance keys and element ids renamed as the export names them; nothing is
 quarantined, every line is in bronze, no record stays unmapped, and the audit finds no
 difference but what the engine's pairings of instances that never start make (the export
-writes them so that the records naming such an instance name it as correlake does)."""
+writes them so that the records naming such an instance name it as correlake does).
+
+The same run holds a bad case (tenant `<default>`, partition 9, support/zeebe_bad.py): BPMN
+that would read a FIFO outside the landing (an external entity, an external DTD) or expand an
+entity bomb, subscriptions of a send task, a message start event and a missing element: each
+listed in `unmapped_engine_records`, none opened, nothing read outside the landing (a watcher
+of the FIFO tells whether anything opened it, with no timing involved), the run completes."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
+from support import zeebe_bad
 from support.helpers import merge_cases, project_row, read_gold, restore_row, write_jsonl
 from support.reference_model import reference
 from support.zeebe_export import convert, identity, unfaithful, valid
@@ -38,6 +46,7 @@ SCENARIOS = sorted(DATA.glob("conformance/*.json")) + sorted(DATA.glob("scenario
 OFFSET = 100_000
 PARTITIONS = 3
 HITS = 2  # the partition whose records are written as search hits
+BAD_PARTITION = 9  # the bad case's records (support/zeebe_bad.py)
 
 
 def pipeline_case() -> dict:
@@ -81,16 +90,25 @@ def run(spark, tmp_path_factory):
     messages, events, layout = merge_cases(list(CASES.values()), OFFSET)
     export = convert(messages, events, partitions=PARTITIONS, noise=2, engine_correlations=True, seed=82)
     write(root / "landing", export.records)
-    lake = str(root / "lake")
-    with pytest.MonkeyPatch.context() as env:
-        env.setenv("CORRELAKE_RUN_PATH", "spark")
-        assert cli.main(["run", "--landing", str(root / "landing"), "--lake", lake]) == 0
+    secret = root / "outside" / "secret.fifo"  # beside the landing, not in it
+    secret.parent.mkdir()
+    os.mkfifo(secret)
+    bad = zeebe_bad.records(zeebe_bad.definitions(str(secret)), BAD_PARTITION)
+    write_jsonl(root / "landing" / ENGINE_STREAM / "bad.jsonl", bad)
+    lake, watcher = str(root / "lake"), zeebe_bad.Watcher(str(secret))
+    watcher.start()
+    try:
+        with pytest.MonkeyPatch.context() as env:
+            env.setenv("CORRELAKE_RUN_PATH", "spark")
+            assert cli.main(["run", "--landing", str(root / "landing"), "--lake", lake]) == 0
+    finally:
+        watcher.stop()
     catalog.register(spark, lake, ["unmapped_engine_records", "engine_differences"])
     views = {name: [r.asDict() for r in spark.sql(f"SELECT * FROM {name}").collect()]
              for name in ("unmapped_engine_records", "engine_differences")}
     read = lambda name: spark.read.format("delta").load(table_path(lake, name))  # noqa: E731
-    return {"gold": read_gold(spark, lake), "layout": layout, "export": export, "views": views,
-            "quarantined": read("quarantine").count(),
+    return {"gold": read_gold(spark, lake), "layout": layout, "export": export, "views": views, "bad": bad,
+            "records": export.records + bad, "fifo_opened": watcher.opened, "quarantined": read("quarantine").count(),
             "bronze": read("bronze_engine_records").groupBy("_is_replay").count().collect()}
 
 
@@ -123,13 +141,34 @@ def json_values(row: dict) -> dict:
     return dict(row, variables=json.loads(v) if isinstance(v, str) else v) if "variables" in row else row
 
 
-def test_every_line_is_in_bronze_none_quarantined_none_unmapped(run):
-    records = run["export"].records
+def test_every_line_is_in_bronze_none_quarantined_none_unmapped_but_the_bad_ones(run):
+    records = run["records"]
     replays = len(records) - len({(r["partitionId"], r["position"]) for r in records})
     assert run["quarantined"] == 0
     assert sorted((r["_is_replay"], r["count"]) for r in run["bronze"]) == sorted(
         [(False, len(records) - replays)] + ([(True, replays)] if replays else []))
-    assert run["views"]["unmapped_engine_records"] == []
+    assert {r["tenant_id"] for r in run["views"]["unmapped_engine_records"]} <= {"<default>"}  # the bad case's
+
+
+def test_bad_bpmn_is_refused_unread_and_unsupported_elements_listed_not_guessed(run):
+    """The bad case (tenant <default>, support/zeebe_bad.py): the run completed; nothing opened
+    the FIFO that its external entity and DTD name; the subscriptions of its refused BPMN
+    (external entity, external DTD, entity bomb) and of a send task and a message start event
+    are UNSUPPORTED_ELEMENT, of a missing element NO_ELEMENT, and none opens: only the
+    receive task of the good definition takes its message."""
+    assert not run["fifo_opened"], "a reader opened the FIFO that an external entity or DTD names"
+    unmapped = {(r["element_id"], r["process_definition_key"]): r["why"] for r in run["views"]["unmapped_engine_records"]
+                if r["value_type"] == "PROCESS_MESSAGE_SUBSCRIPTION"}
+    assert unmapped == {("wait", 1002): "UNSUPPORTED_ELEMENT", ("wait", 1003): "UNSUPPORTED_ELEMENT",
+                        ("wait", 1004): "UNSUPPORTED_ELEMENT", ("notify", 1001): "UNSUPPORTED_ELEMENT",
+                        ("begin", 1001): "UNSUPPORTED_ELEMENT", ("gone", 1001): "NO_ELEMENT"}
+    gold = {table: [r for r in rows if r["tenant_id"] == "<default>"] for table, rows in run["gold"].items()
+            if table in GOLD_TABLES}
+    assert [(c["message_key"], c["bpmn_process_id"], c["element_id"]) for c in gold["correlations"]] == [
+        (1, "good", "wait")]
+    assert [s["element_id"] for s in gold["subscriptions"]] == ["wait"]
+    assert sorted((m["message_key"], m["status"]) for m in gold["messages"]) == [
+        (1, "CORRELATED"), *((n, "BUFFERED") for n in range(2, 8))]
 
 
 def test_the_audit_finds_only_the_pairings_of_instances_that_never_start(run):
@@ -137,9 +176,9 @@ def test_the_audit_finds_only_the_pairings_of_instances_that_never_start(run):
     starts it (its INSTANCE_ENDED held forever, rule 20a), that pairing is an engine START
     correlation that gold lacks: ONLY_ENGINE, unless the pair (message, process) already has
     its engine row (the first record by (partitionId, position), contract *Engine audit*).
-    Nothing else differs: every other engine correlation is gold's."""
+    The bad case's one correlation has no engine record: ONLY_CORRELAKE. Nothing else differs."""
     engine = {}
-    for r in sorted(run["export"].records, key=identity):
+    for r in sorted(run["records"], key=identity):
         if r["intent"] == "CORRELATED" and r["recordType"] == "EVENT":
             v = r["value"]
             engine.setdefault((v["messageKey"], v["bpmnProcessId"]), v.get("tenantId") or "<default>")
