@@ -73,7 +73,7 @@ class _Builder:
     def __init__(self, partitions: int, noise: int, rnd: random.Random):
         self.partitions, self.noise, self.rnd = partitions, noise, rnd
         self.export, self.counters, self.groups, self.keys = Export(), {}, [], {}
-        self.activated, self.referenced, self.symbols = set(), {}, {}
+        self.activated, self.referenced = set(), {}
 
     def key(self, partition: int) -> int:
         """A fresh engine key of `partition`."""

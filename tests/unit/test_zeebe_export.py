@@ -59,11 +59,11 @@ def test_every_record_is_a_valid_envelope_and_a_replay_repeats_one_identity(expo
 
 def test_positions_increase_per_partition_and_a_millisecond_keeps_the_contracts_order(exports):
     for name, export in exports.items():
-        last, mapped = {}, {}
+        last, mapped, seen = {}, {}, set()
         for r in export.records:
-            if identity(r) in last.get("seen", set()):
+            if identity(r) in seen:
                 continue  # a replay
-            last.setdefault("seen", set()).add(identity(r))
+            seen.add(identity(r))
             assert r["position"] > last.get(r["partitionId"], -1), name
             last[r["partitionId"]] = r["position"]
             kind = CLASS.get((r["valueType"], r["intent"]))
