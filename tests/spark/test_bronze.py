@@ -203,13 +203,42 @@ def test_rerun_with_nothing_new_is_a_noop(mixed):
     assert result.nothing_new and versions(lake_dir) == before
 
 
-def test_later_run_replays_and_conflicts_against_bronze(mixed, tmp_path):
-    """On a copy of the module's lake, whose other tests read it as the one run left it; its
-    landing holds the later file alone (the lake's files, ingested, are not read again anyway)."""
+@pytest.fixture(scope="module")
+def later(mixed, tmp_path_factory):
+    """A later run on a copy of the module's lake (whose other tests read it as the one run
+    left it), its landing the later file alone (the lake's files, ingested, are not read
+    again anyway): first failing after every table's write, then again. Gives the tables'
+    counts before, after the failed run and after the rerun, and the rerun's result."""
     spark, _, lake_dir, _, _ = mixed
-    landing, lake_dir = tmp_path / "landing", str(shutil.copytree(lake_dir, tmp_path / "lake"))
+    root = tmp_path_factory.mktemp("later")
+    landing, lake_dir = root / "landing", str(shutil.copytree(lake_dir, root / "lake"))
     write_jsonl(landing / "messages" / "later.jsonl", [m(3), m(4, key="changed"), m(9)])
+
+    def counts():
+        return {name: table(spark, lake_dir, name).count() for name in ("bronze_messages", "quarantine", "messages")}
+
+    def crash(*args, **kwargs):
+        raise RuntimeError("disk full")
+
+    before = counts()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(meta, "record_run", crash)  # after every table's write
+        with pytest.raises(RuntimeError):
+            pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
+    failed = counts()
     result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
+    return spark, lake_dir, before, failed, counts(), result
+
+
+def test_a_failed_run_leaves_every_table_as_it_was(later):
+    _, _, before, failed, after, _ = later
+    assert failed == before
+    assert after == {"bronze_messages": before["bronze_messages"] + 2, "quarantine": before["quarantine"] + 1,
+                     "messages": before["messages"] + 1}  # m(3) a replay, m(4) a conflict, m(9) new
+
+
+def test_later_run_replays_and_conflicts_against_bronze(later):
+    spark, lake_dir, _, _, _, result = later
     assert result.replays == 1
     reason = next(r["reason"] for r in table(spark, lake_dir, "quarantine").where("_line = 2").collect()
                   if r["_source_file"].endswith("later.jsonl"))
@@ -234,26 +263,6 @@ def test_ratio_gate_commits_nothing(spark, tmp_path, capsys, monkeypatch):
     assert all(v == -1 for v in versions(lake_dir).values())
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--max-quarantine-ratio", "0.5"]) == 0
     assert table(spark, lake_dir, "quarantine").count() == 2
-    assert table(spark, lake_dir, "bronze_messages").count() == 2
-
-
-def test_a_failed_run_leaves_every_table_as_it_was(spark, tmp_path, monkeypatch):
-    landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
-    write_jsonl(landing / "messages" / "a.jsonl", [m(1)])
-    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 0
-    before = {name: table(spark, lake_dir, name).count() for name in ("bronze_messages", "messages")}
-    write_jsonl(landing / "messages" / "b.jsonl", [m(2)])
-
-    def crash(*args, **kwargs):
-        raise RuntimeError("disk full")
-
-    monkeypatch.setattr(meta, "record_run", crash)  # after every table's write
-    with pytest.raises(RuntimeError):
-        pipeline.run(spark, str(landing), lake_dir)
-    assert {name: table(spark, lake_dir, name).count() for name in before} == before
-    monkeypatch.undo()
-    pipeline.run(spark, str(landing), lake_dir)
-    assert table(spark, lake_dir, "messages").count() == 2
     assert table(spark, lake_dir, "bronze_messages").count() == 2
 
 
