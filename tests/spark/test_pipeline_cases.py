@@ -234,7 +234,8 @@ def test_the_outbox_follows_gold_and_retracts_what_late_data_moved(spark, runs):
     assert [e for e in events if e["_run_id"] != result.run_id] == first  # appended, nothing rewritten
     now = versions(lake)
     assert now["outbox"] == after_first["outbox"] + 1
-    assert {name: journal.published_version(lake, name) for name in now} == now
+    present = {name: v for name, v in now.items() if v >= 0}  # a canonical lake has no exporter records' tables
+    assert {name: journal.published_version(lake, name) for name in present} == present
     assert pipeline.run(spark, str(Path(lake).parent / "landing"), lake).nothing_new and versions(lake) == now
 
 
