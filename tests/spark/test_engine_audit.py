@@ -181,6 +181,8 @@ def test_a_lake_that_agrees_with_its_engine_audits_clean(spark, tmp_path, capsys
     pipeline.run(spark, str(landing), lake)
     pipeline.run(spark, None, lake, rebuild=True)  # recomputed from bronze: the same row
     assert spark.read.format("delta").load(f"{lake}/gold/engine_correlations").count() == 1
+    last = spark.sql(f"DESCRIBE HISTORY delta.`{lake}/gold/engine_correlations` LIMIT 1").first()
+    assert (last["operation"], last["operationParameters"]["mode"]) == ("WRITE", "Overwrite")  # the rebuild's
     assert cli.main(["audit", "--lake", lake]) == 0
     assert "no difference" in capsys.readouterr().out
 
@@ -213,3 +215,33 @@ def test_the_write_plan_of_engine_correlations():
     kept = {**lake, "engine_correlations": 3}
     assert Write("engine_correlations", How.KEEP_FIRST) in plan_writes(kept, engine_correlations=2).writes
     assert Write("engine_correlations", How.OVERWRITE) in plan_writes(kept, rebuild=True, engine_correlations=2).writes
+
+
+def test_a_pairing_that_comes_later_renames_the_rows_it_names(spark):
+    """A CATCH kept under its instance's engine key (9500) is renamed by the run that brings the
+    MESSAGE_START_EVENT_SUBSCRIPTION CORRELATED record pairing that key with message 23."""
+    from correlake.contract.schemas import ENGINE_CORRELATION, ENGINE_RECORD
+    from correlake.transforms.engine_audit import run_rows
+
+    def bronze(r: dict) -> dict:
+        row = {name: None for name in ENGINE_RECORD.fieldNames()}
+        row.update(partition_id=r["partitionId"], position=r["position"], key=r["key"], timestamp=at(
+            (r["timestamp"] - T0) // S), record_type="EVENT", value_type=r["valueType"], intent=r["intent"],
+            tenant_id="A", value=json.dumps(r["value"]), _is_replay=False)
+        return row
+
+    kept = caught(31, T0 + 60 * S, 9500, "c2")
+    table = spark.createDataFrame([{**{n: None for n in ENGINE_CORRELATION.fieldNames()}, "tenant_id": "A",
+                                    "message_key": 31, "message_name": "paid", "correlation_key": "c2",
+                                    "bpmn_process_id": "order", "process_instance_key": "9500",
+                                    "element_instance_key": "9501", "subscription_type": "CATCH",
+                                    "correlated_at": at(60), "partition_id": 1, "position": kept["position"]}],
+                                  ENGINE_CORRELATION)
+    pairing = rec(23, T0 + 59 * S, MSES, "CORRELATED", {
+        "processDefinitionKey": 200, "startEventId": "go_start", "messageName": "go", "bpmnProcessId": "start",
+        "correlationKey": "c2", "messageKey": 23, "processInstanceKey": 9500, "variables": {}, "tenantId": "A"})
+    rows, duplicates = run_rows(spark.createDataFrame([bronze(pairing)], ENGINE_RECORD), None, table)
+    assert {(r["message_key"], r["process_instance_key"], r["position"]) for r in rows.collect()} == {
+        (23, "msg-start:start:23", pairing["position"]),  # the START row of the pairing itself
+        (31, "msg-start:start:23", kept["position"])}  # the kept CATCH, renamed: the same record, so replaced
+    assert duplicates == 0
