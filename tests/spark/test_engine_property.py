@@ -6,8 +6,9 @@ arriving last, runs on the small path and on Spark's by turns. After every run g
 the reference model's of what the mapping makes of the records so far
 (`Export.canonical`: a subscription whose definition has not arrived is not open yet, a
 deployment has the start events whose records arrived, an instance is named `msg-start:` once
-its pairing arrived), every gold column compared; the last run's gold is the model's of the
-whole case, which the conversion keeps (tests/unit/test_zeebe_export.py).
+its pairing arrived), every gold column compared, and `unmapped_engine_records` must list
+exactly the subscriptions still waiting for their definition (NO_DEFINITION); the last run's
+gold is the model's of the whole case, which the conversion keeps (tests/unit/test_zeebe_export.py).
 
 The generator draws times on a 500 ms grid, so an instance or element end often shares a
 millisecond with a message of its tenant; the exporter writes the end after the message and
@@ -25,6 +26,7 @@ from support.reference_model import millis, reference
 from support.zeebe_export import convert, identity
 
 from correlake.config import ENGINE_STREAM
+from correlake.lake import catalog
 from correlake.run import pipeline
 
 DEFINITIONS = {("PROCESS", "CREATED"), ("MESSAGE_START_EVENT_SUBSCRIPTION", "CREATED")}
@@ -58,8 +60,12 @@ def test_exporter_records_in_shuffled_runs_definitions_last_match_the_reference(
         result = pipeline.run(spark, str(root / "landing"), lake, max_quarantine_ratio=0.0, path=path)
         assert result.path == path
         present |= {identity(r) for r in records}
+        catalog.register(spark, lake, ["unmapped_engine_records"])
+        unmapped = {(r["partition_id"], r["position"]): r["why"] for r in spark.sql(
+            "SELECT partition_id, position, why FROM unmapped_engine_records").collect()}
         try:
             assert_gold_equals(read_gold(spark, lake), reference(*export.canonical(present)))
+            assert unmapped == dict.fromkeys(export.waiting(present), "NO_DEFINITION")
         except AssertionError as failed:
             raise AssertionError(f"after run {n} ({path}): {failed}") from failed
     assert_gold_equals(read_gold(spark, lake), reference(*export.canonical()))

@@ -54,7 +54,7 @@ class Export:
 
         messages, events = [], []
         for rank, (stream, canon, all_of, any_of, aliases, starts) in enumerate(self.units, start=1):
-            if not all(map(have, all_of)) or any_of and not any(map(have, any_of)):
+            if not _mapped(all_of, any_of, have):
                 continue
             canon = dict(canon)
             for column, engine_key, pairing in aliases:
@@ -69,7 +69,16 @@ class Export:
             events.append(canon)
         return messages, events
 
+    def waiting(self, present: set) -> set:
+        """The identities of the records in `present` of a mapped kind that the mapping cannot map
+        yet (subscriptions whose definition has not arrived: `unmapped_engine_records`' NO_DEFINITION)."""
+        return {all_of[0] for _, _, all_of, any_of, _, _ in self.units
+                if all_of[0] in present and not _mapped(all_of, any_of, present.__contains__)}
 
+
+def _mapped(all_of: list, any_of: list, have) -> bool:
+    """Whether a unit's records are there: every one of `all_of` (its own first), one of `any_of` if any."""
+    return all(map(have, all_of)) and (not any_of or any(map(have, any_of)))
 
 
 def noise_record(rnd, anchor: dict, key: int) -> dict:
