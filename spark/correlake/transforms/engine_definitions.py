@@ -88,7 +88,8 @@ def subscriptions(candidates: DataFrame, every: DataFrame, owners: DataFrame) ->
     without falling back, else its owner's (`owners`: `PROCESS_INSTANCE` records of the lake,
     `with_value`, the first by (partition_id, position) of its `key`); `every`: the lake's
     definitions. Its element's type from that definition's BPMN."""
-    owner = (owners.groupBy(F.col("key").alias("_owner"))
+    wanted = candidates.select(F.col("v.elementInstanceKey").alias("key")).distinct()
+    owner = (owners.join(wanted, "key", "left_semi").groupBy(F.col("key").alias("_owner"))
              .agg(F.min_by("v.processDefinitionKey", F.struct("partition_id", "position")).alias("_owner_definition")))
     found = (candidates.withColumn("_owner", F.col("v.elementInstanceKey"))
              .join(owner, "_owner", "left")
