@@ -261,7 +261,7 @@ class _Builder:
 
     def end(self, e: dict, order: tuple, copies: int, key: int, value: dict, aliases: list) -> None:
         ending, partition = self.rnd.choice(["COMPLETED", "TERMINATED"]), self.partition[e["tenant_id"]]
-        records = [record(partition, key, e["timestamp"], "PROCESS_INSTANCE", f"ELEMENT_{ending[:-1]}ING", value),
+        records = [record(partition, key, e["timestamp"], "PROCESS_INSTANCE", f"ELEMENT_{ending[:-2]}ING", value),
                    record(partition, key, e["timestamp"], "PROCESS_INSTANCE", f"ELEMENT_{ending}", value)]
         column = "element_instance_key" if e["type"] == "ELEMENT_LEFT" else "process_instance_key"
         canon = {k: e[k] for k in ("tenant_id", "type", "timestamp")}
