@@ -45,3 +45,18 @@ def test_a_runs_row_is_appended_and_read_back(tmp_path):
     meta.record_run(lake, ("r2", T + 2000, T + 3000, 2, 7, 1, T + 50, T + 50, "{}"))
     assert meta.last_event_time(lake) == T + 50 and meta.records_read(lake) == 12
     assert _history(lake, "runs") == ["r1", "r2"]
+
+
+def test_a_runs_summary_carries_the_exporter_records_counts_of_such_a_run_only():
+    import json
+
+    from correlake.run.result import RunResult
+
+    canonical = json.loads(RunResult("r1").runs_row()[-1])
+    assert "mapped" not in canonical and "exporter_records" not in canonical
+    engine = RunResult("r2", engine_records=10, ignored_records=6, mapped=3, unmapped=1, engine_correlations=2)
+    summary = json.loads(engine.runs_row()[-1])
+    assert {k: summary[k] for k in ("exporter_records", "ignored_records", "mapped", "unmapped",
+                                    "engine_correlations", "engine_duplicates")} == {
+        "exporter_records": 10, "ignored_records": 6, "mapped": 3, "unmapped": 1,
+        "engine_correlations": 2, "engine_duplicates": 0}

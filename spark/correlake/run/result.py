@@ -131,9 +131,18 @@ class RunResult:
         summary = json.dumps({"quarantined": self.quarantined, "not_read": self.not_read, "timings": self.timings,
                               "touched_groups": self.touched_groups, "path": self.path, "replays": self.replays,
                               "rebuild": self.rebuild, "as_of_before": self.as_of_before,
-                              "outbox_events": self.outbox_events, "max_quarantine_ratio": self.max_quarantine_ratio})
+                              "outbox_events": self.outbox_events, "max_quarantine_ratio": self.max_quarantine_ratio,
+                              **self._engine_counts()})
         return (self.run_id, self.started_at, int(time.time() * 1000), self.files, self.records_read,
                 self.quarantined_total, self.max_event_time, self.as_of, summary)
+
+    def _engine_counts(self) -> dict:
+        """The exporter records' counts of a run of a lake of them (contract revision 4), else none."""
+        if self.mapped is None and not self.engine_records:
+            return {}
+        return {"exporter_records": self.engine_records, "ignored_records": self.ignored_records,
+                "mapped": self.mapped, "unmapped": self.unmapped,
+                "engine_correlations": self.engine_correlations, "engine_duplicates": self.engine_duplicates}
 
 
 def new_run_id() -> str:
