@@ -1,4 +1,4 @@
-"""The delivery tests' order checks (tests/delivery_helpers.py) look at each ordering key,
+"""The delivery tests' order checks (tests/support/delivery_helpers.py) look at each ordering key,
 (tenant_id, correlation_key), apart: on crafted lists, a check by correlation_key alone
 fails a correct delivery and passes a wrong one; these do neither."""
 

@@ -29,7 +29,7 @@ class GateFailed(CorrelakeError):
         self.gate = gate
         self.report = report
 
-    def __reduce__(self):  # it travels back from a driver (driver.py) as itself
+    def __reduce__(self):  # it travels back from a driver (driver/server.py) as itself
         return GateFailed, (self.gate, self.report)
 
 

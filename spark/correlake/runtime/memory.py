@@ -79,7 +79,7 @@ def give_back_memory(spark) -> tuple[int, int]:
 @contextmanager
 def collections_deferred():
     """`release` only logs as before within the block: a driver collects after it has
-    replied to its caller (`run/driver.py`)."""
+    replied to its caller (`driver/server.py`)."""
     _collections_deferred.set()
     try:
         yield

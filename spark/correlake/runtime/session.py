@@ -37,25 +37,21 @@ def get_spark(settings: SparkSettings | None = None, dump_classes_to: Path | Non
         "spark.jars": ",".join(jars),
         # also on the driver's system class path: JVM threads serving Python threads see Delta
         "spark.driver.extraClassPath": os.pathsep.join(jars + s3),
-        # The S3 JARs (660 MB) by path, on each node: through spark.jars, even as `local:`,
-        # each executor (local mode's too) copies them into its folder at each start.
+        # the S3 JARs by path on each node: through spark.jars each executor copies them at its start
         **({"spark.executor.extraClassPath": os.pathsep.join(s3)} if s3 else {}),
         "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
         "spark.sql.shuffle.partitions": str(settings.shuffle_partitions),
         "spark.driver.memory": settings.driver_memory,
         "spark.sql.session.timeZone": "UTC",
-        # Parquet's int64 microseconds, not Spark's default INT96 (nanoseconds, which other
-        # readers, delta-rs among them, wrap outside 1677-2262; the lake holds years 1 to 9999)
+        # int64 microseconds, not INT96, which delta-rs wraps outside 1677-2262 (the lake holds years 1 to 9999)
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-        # Spark creates this folder at start; by default it would be an empty one in the working directory
+        # created at start; by default an empty folder in the working directory
         "spark.sql.warehouse.dir": str(state_dir() / "spark-warehouse"),
         # nothing of the driver reachable from the network unless configured (a cluster)
         "spark.driver.bindAddress": settings.bind_address,
         "spark.driver.host": settings.bind_address,
-        # Spark's own ports (the driver's RPC and block manager) answer only callers that prove
-        # a secret: with the executors in this JVM, Spark makes one here and writes it nowhere
-        # (a cluster's drivers and daemons share one of their own: docs/cluster.md)
+        # Spark's own ports answer only callers that prove a secret, made here and written nowhere (docs/cluster.md)
         **({"spark.authenticate": "true"} if in_one_jvm(settings.master) else {}),
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -65,21 +61,16 @@ def get_spark(settings: SparkSettings | None = None, dump_classes_to: Path | Non
         "spark.databricks.delta.snapshotPartitions": "2",
         "spark.databricks.delta.merge.repartitionBeforeWrite.enabled": "false",
         "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
-        # Tungsten's page: the driver keeps each broadcast join's hash relation, with at least one
-        # page, until the cleaner frees it; at the 32 MB Spark sized it to here, a report's queries held 800 MB.
+        # a broadcast join's hash relation holds a page at least until the cleaner frees it (performance.md)
         "spark.buffer.pageSize": "2m",
         "spark.sql.maxPlanStringLength": "8192",  # long plans: explain strings cost minutes otherwise
-        # A run compiles ~700 distinct classes; with Spark's 100 they are compiled again and again.
+        # a run's generated classes outnumber Spark's default 100 (performance.md)
         "spark.sql.codegen.cache.maxEntries": "2000",
-        # Generated classes named without their stage's number, which varies from one run of
-        # the same query to the next: the cached class serves them all.
+        # a stage's number varies from run to run: without it in the name, the cached class serves them all
         "spark.sql.codegen.useIdInClassName": "false",
-        # The throughput collector: a run's checkpointed frames keep much of the heap live,
-        # on which G1 would mark concurrently all the time, on one of few cores.
-        # Its heap resized after a System.gc() too (`release`, `give_back_memory`), as after any full collection.
-        # The JVM's own time zone UTC, as the session's: in any other, Delta checks each
-        # commit's file list by replaying the table's log (`allFilesInCrc` verification).
-        # The classes of the set-up's archive mapped, not loaded (`class_archive.py`).
+        # the throughput collector (G1's concurrent marking takes a core), its heap resized after a
+        # System.gc() too (`memory.give_back_memory`); the JVM in UTC, where Delta skips replaying a
+        # commit's log; the class archive's classes mapped, not loaded (performance.md)
         "spark.driver.extraJavaOptions": " ".join([
             f"-Dlog4j2.configurationFile={LOG_CONFIG}", "-XX:+UseParallelGC", "-XX:+UseAdaptiveSizePolicyWithSystemGC",
             "-Duser.timezone=UTC",

@@ -1,4 +1,4 @@
-"""The HTML page of `correlake report`: its data (`report.gather`, the rows of the queries
+"""The HTML page of `correlake report`: its data (`report_data.gather`, the rows of the queries
 of `sql/report/`, by file name) as cards of inline SVG charts (`charts.py`) and tables."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from correlake.interfaces import charts
 
 
 def page(data: dict[str, list[dict]], lake: str) -> str:
-    """The HTML page of the report's data (`report.gather`)."""
+    """The HTML page of the report's data (`report_data.gather`)."""
     totals = {}
     for row in data["headline_counts"]:
         totals.setdefault(row["what"], {})[row["kind"]] = row["n"]
