@@ -31,6 +31,7 @@ ANALYSIS_CACHE_BYTES = 256 * 2**20  # the Delta size of a lake's tables the anal
 INTERPRETED_MAX_BYTES = 4 * 2**20
 INTERPRETED_MAX_HISTORY = 20_000
 SMALL_RUN_MAX_RECORDS = 20_000  # engine records of a run on the small-run path (docs/design.md)
+SMALL_RUN_MAX_BYTES = 8 * 2**20  # new JSON of a run that `auto` plans on the driver backend (run/backends)
 RUN_PATHS = ("auto", "small", "spark")  # CORRELAKE_RUN_PATH; `auto`: the run's size decides
 GZIP_RATIO = 10  # a gzip file's JSON, estimated from its size
 # A run whose new landing files hold at most this much JSON checks each gate beside the next
