@@ -18,7 +18,7 @@ from correlake.config import DELIVERY_TABLES, GOLD_TABLES, TABLES, sql_dir, tabl
 from correlake.contract.ordering import ordering_key_column
 from correlake.contract.schemas import ENGINE_CORRELATION, ENGINE_PENDING, ENGINE_RECORD
 from correlake.errors import UsageError
-from correlake.lake import kept_tables, sqlfiles
+from correlake.lake import sqlfiles, table_cache
 from correlake.lake.journal import UNREADABLE_JOURNAL, journal_path, unfinished_run
 from correlake.lake.preflight import require_folder
 from correlake.lake.tables import is_table
@@ -121,7 +121,7 @@ def register(spark, lake: str | Path, queries: list[str] | None = None) -> list[
     registered = []
     for name, table in TABLE_NAMES.items():
         if name in wanted and is_table(table_path(lake, table)):
-            kept_tables.read(spark, str(lake), table_path(lake, table),
+            table_cache.read(spark, str(lake), table_path(lake, table),
                              lambda frame, name=name: _as_of_revision_3(name, frame)).createOrReplaceTempView(name)
             registered.append(name)
         elif name in wanted and name in EMPTY_WHEN_ABSENT:

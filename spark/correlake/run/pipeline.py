@@ -15,7 +15,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pyspark.sql import SparkSession
 
 from correlake.caches import history_keys
-from correlake.lake import kept_tables
+from correlake.lake import table_cache
 from correlake.lake.lock import run_lock
 from correlake.quality import gx
 from correlake.quality.gates import GateFailed
@@ -54,7 +54,7 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
                 return published
             finally:
                 staged.discard()
-                kept_tables.drop_stale(lake_dir)  # what analyst commands kept of the tables it changed
+                table_cache.drop_stale(lake_dir)  # what analyst commands cached of the tables it changed
                 release(spark)
         except KeyboardInterrupt as stopped:  # Ctrl-C or SIGTERM, which may come after the publish
             stopped.published = published  # read by `errors.published_before`
