@@ -239,8 +239,8 @@ def test_the_outbox_follows_gold_and_retracts_what_late_data_moved(spark, runs):
     assert pipeline.run(spark, str(Path(lake).parent / "landing"), lake).nothing_new and versions(lake) == now
 
 
-def test_the_process_keeps_silvers_key_columns_as_its_last_run_published_them(spark, runs):
-    """After run 2 (which started from what run 1 left), the process keeps silver's key
+def test_the_process_caches_silvers_key_columns_as_its_last_run_published_them(spark, runs):
+    """After run 2 (which started from what run 1 left), the process caches silver's key
     columns (the rows silver's tables hold), for exactly that lake at those versions. A
     quiet hour, which writes no silver table, carries them over; a record of another writer
     (a rollback, maintenance) or another version makes the next run read them from the lake."""
@@ -249,12 +249,12 @@ def test_the_process_keeps_silvers_key_columns_as_its_last_run_published_them(sp
     lake_keys = scope.HistoryKeys.read(scope.message_records(read("silver_messages")),
                                      read("silver_workflow_events"), read("key_groups"))
     now = versions(lake)
-    kept = history_keys.kept(lake, now)
+    cached = history_keys.cached(lake, now)
     for name in ("messages", "events", "key_groups"):
-        assert sorted(getattr(kept, name).collect()) == sorted(getattr(lake_keys, name).collect()), name
-    assert history_keys.kept(str(Path(lake).parent / "other"), now) is None
-    assert history_keys.kept(lake, {**now, "silver_messages": now["silver_messages"] + 1}) is None
+        assert sorted(getattr(cached, name).collect()) == sorted(getattr(lake_keys, name).collect()), name
+    assert history_keys.cached(str(Path(lake).parent / "other"), now) is None
+    assert history_keys.cached(lake, {**now, "silver_messages": now["silver_messages"] + 1}) is None
     quiet = pipeline.run(spark, str(Path(lake).parent / "landing"), lake, as_of=int(AS_OF.timestamp() * 1000) + 3600_000)
-    assert quiet.nothing_new and quiet.run_id and history_keys.kept(lake, versions(lake)) is kept
+    assert quiet.nothing_new and quiet.run_id and history_keys.cached(lake, versions(lake)) is cached
     journal.mark_published(lake)  # as a rollback or maintenance records it
-    assert history_keys.kept(lake, versions(lake)) is None
+    assert history_keys.cached(lake, versions(lake)) is None

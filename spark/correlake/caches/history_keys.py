@@ -1,16 +1,16 @@
-"""The key columns of silver (`transforms.scope.HistoryKeys`), kept in the process from
-one run of a lake to its next.
+"""The history-key cache: the key columns of silver (`transforms.scope.HistoryKeys`), held
+in the process from one run of a lake to its next.
 
 Each run on Spark's path looks up the key groups its new records touch in them (a small
-run looks them up with delta-rs instead, `run/small_scope.py`, and leaves nothing kept). Read from the lake,
+run looks them up with delta-rs instead, and caches nothing). Read from the lake,
 they cost a Delta read and a checkpoint of every row of silver per run, growing with
-the lake. A process that runs one lake again (the kept driver, `correlake serve`, a
-warm benchmark) keeps them, as frames of its last run's checkpoints, as that run's publish
+the lake. A process that runs one lake again (the warm driver, `correlake serve`, a
+warm benchmark) caches them, as frames of its last run's checkpoints, as that run's publish
 left them: the next run uses them only if that publish is still the lake's last one
 (`_state/published.json` names it; a refresh of statuses, which leaves silver as it
 is, carries them over) and silver's tables are at the versions it wrote;
 otherwise (another process's run, maintenance, a rollback, another lake) they are read
-from the lake as before. One lake at a time is kept.
+from the lake as before. One lake at a time is cached.
 """
 
 from __future__ import annotations
@@ -25,44 +25,44 @@ TABLES = ("silver_messages", "silver_workflow_events", "key_groups")  # what His
 
 
 @dataclass(frozen=True)
-class _Kept:
+class _Entry:
     lake: str
     run_id: str
     versions: dict[str, int]
     keys: HistoryKeys
 
 
-_kept: _Kept | None = None
+_entry: _Entry | None = None
 
 
-def kept(lake: str, versions: dict[str, int]) -> HistoryKeys | None:
-    """The key columns kept for `lake` if its tables at `versions` (a run's snapshot) are
-    what the kept run published, else None."""
-    if _kept is None or _kept.lake != lake or any(versions[name] != v for name, v in _kept.versions.items()):
+def cached(lake: str, versions: dict[str, int]) -> HistoryKeys | None:
+    """The key columns cached for `lake` if its tables at `versions` (a run's snapshot) are
+    what the cached run published, else None."""
+    if _entry is None or _entry.lake != lake or any(versions[name] != v for name, v in _entry.versions.items()):
         return None
     record = journal.published(lake)
-    return _kept.keys if record is not None and record.get("run_id") == _kept.run_id else None
+    return _entry.keys if record is not None and record.get("run_id") == _entry.run_id else None
 
 
-def keep(lake: str, run_id: str, keys: HistoryKeys | None) -> None:
-    """Keep `keys` (frames of checkpoints), as run `run_id` has just published them (None: a
-    small run, which does not use them, gave none: nothing is kept)."""
-    global _kept
+def store(lake: str, run_id: str, keys: HistoryKeys | None) -> None:
+    """Cache `keys` (frames of checkpoints), as run `run_id` has just published them (None: a
+    run on the driver, which does not use them, gave none: nothing is cached)."""
+    global _entry
     record = journal.published(lake)
     if keys is None or record is None or record.get("run_id") != run_id:
-        _kept = None
+        _entry = None
         return
-    _kept = _Kept(lake, run_id, _silver_versions(record), keys)
+    _entry = _Entry(lake, run_id, _silver_versions(record), keys)
 
 
 def carry(lake: str, before: dict | None, run_id: str) -> None:
     """Run `run_id` has just published over the record `before` without writing silver (a
-    refresh of statuses): what was kept for `before` holds for it too."""
-    global _kept
+    refresh of statuses): what was cached for `before` holds for it too."""
+    global _entry
     record = journal.published(lake)
-    if (_kept is not None and _kept.lake == lake and before is not None and before.get("run_id") == _kept.run_id
-            and record is not None and record.get("run_id") == run_id and _silver_versions(record) == _kept.versions):
-        _kept = _Kept(lake, run_id, _kept.versions, _kept.keys)
+    if (_entry is not None and _entry.lake == lake and before is not None and before.get("run_id") == _entry.run_id
+            and record is not None and record.get("run_id") == run_id and _silver_versions(record) == _entry.versions):
+        _entry = _Entry(lake, run_id, _entry.versions, _entry.keys)
 
 
 def _silver_versions(record: dict) -> dict[str, int]:
@@ -72,10 +72,10 @@ def _silver_versions(record: dict) -> dict[str, int]:
 
 @contextmanager
 def set_aside():
-    """Runs within the block (a driver's warm-up on lakes of its own) leave what is kept as it was."""
-    global _kept
-    before = _kept
+    """Runs within the block (a driver's warm-up on lakes of its own) leave what is cached as it was."""
+    global _entry
+    before = _entry
     try:
         yield
     finally:
-        _kept = before
+        _entry = before

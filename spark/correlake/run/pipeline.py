@@ -50,7 +50,7 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
                 if dry_run:
                     return staged.result
                 published = staged.publish()
-                history_keys.keep(lake_dir, published.run_id, staged.history_after)
+                history_keys.store(lake_dir, published.run_id, staged.history_after)
                 return published
             finally:
                 staged.discard()

@@ -110,7 +110,7 @@ def _history_keys(run: StagedRun, old_messages, old_events, old_key_groups) -> k
     """Silver's key columns in the run's snapshot: as this process kept them, or from the lake."""
     if old_messages is None and old_events is None:  # a first run, a rebuild
         return None
-    if (kept := history_keys.kept(run.lake_dir, run.plan.versions)) is not None:
+    if (kept := history_keys.cached(run.lake_dir, run.plan.versions)) is not None:
         return kept
     return key_scope.HistoryKeys.read(old_messages, old_events, old_key_groups)
 
