@@ -30,8 +30,7 @@ ANALYSIS_CACHE_BYTES = 256 * 2**20  # the Delta size of a lake's tables the anal
 # evaluate its row projections rather than generate code for them (session.row_projections)
 INTERPRETED_MAX_BYTES = 4 * 2**20
 INTERPRETED_MAX_HISTORY = 20_000
-SMALL_RUN_MAX_RECORDS = 20_000  # engine records of a run on the small-run path (docs/design.md)
-SMALL_RUN_MAX_BYTES = 8 * 2**20  # new JSON of a run that `auto` plans on the driver backend (run/backends)
+SMALL_RUN_MAX_RECORDS, SMALL_RUN_MAX_BYTES = 20_000, 8 * 2**20  # the driver backend's room; new JSON `auto` gives it
 RUN_PATHS = ("auto", "small", "spark")  # CORRELAKE_RUN_PATH; `auto`: the run's size decides
 GZIP_RATIO = 10  # a gzip file's JSON, estimated from its size
 # A run whose new landing files hold at most this much JSON checks each gate beside the next
@@ -51,6 +50,7 @@ ABANDONED_TMP_SECONDS = 60  # a temporary file of files.write_atomic this old wa
 KEEP_DRIVER_SECONDS = 7200  # a kept driver outlives an hour without runs: hourly runs find it warm
 DRIVER_HANDSHAKE_SECONDS = 5  # a caller of the driver proves its key and sends its call within this, or is dropped
 DELTA_RETAIN_HOURS = 168  # Delta's default VACUUM retention: less needs `maintain --force`, never from Airflow
+LOG_RETAIN_HOURS = 168  # each table's delta.logRetentionDuration, set by `maintain` (Delta: 720 h; not under VACUUM's)
 AIRFLOW_LOCK_WAIT_SECONDS = 600.0  # an Airflow task waits this long for the lock of a run in progress
 AIRFLOW_TASK_TIMEOUT_SECONDS = 2 * 3600  # a task that hangs fails (and is retried) after this
 AIRFLOW_RUN_TIMEOUT_SECONDS = 6 * 3600  # a DAG run (one at a time) fails after this, so that the next can start
@@ -97,9 +97,8 @@ WEBHOOK_TIMEOUT_SECONDS = 10.0  # one POST's connect and response time
 WEBHOOK_SECRET_ENV = "CORRELAKE_WEBHOOK_SECRET"  # the webhook's signing secret; each secret also from NAME_FILE
 SINK_PASSWORD_ENV = "CORRELAKE_SINK_PASSWORD"  # the password of the sink URL's user, for a URL without one
 GOLD_TABLES = ("correlations", "messages", "subscriptions", "message_started_instances")
-# Silver's tables that MERGEs restate mark replaced rows in deletion vectors instead of
-# rewriting files. The contract's tables (bronze, quarantine, gold) have none: that table
-# feature would keep readers without it out (delta-rs's `to_pandas`, `to_pyarrow_table`).
+# Silver's tables that MERGEs restate mark replaced rows in deletion vectors instead of rewriting files. The contract's
+# tables (bronze, quarantine, gold) have none: that feature keeps readers without it out (delta-rs's `to_pandas`, …).
 DELETION_VECTOR_TABLES = ("silver_messages", "key_groups")
 
 
