@@ -24,7 +24,7 @@ BROADCAST_ROWS = 200_000  # a run's frames up to this size are broadcast to thei
 COMPONENTS_ON_DRIVER = 10_000  # key groups of at most this many edges (links both ways) are solved on the driver
 WRITE_THREADS = 4  # tables a run, or a maintenance, writes at once
 CANCEL_SECONDS = 30  # an interrupted run waits this long at most for Spark's jobs to be cancelled
-ANALYSIS_CACHE_BYTES = 256 * 2**20  # the Delta size of a lake's tables the analyst commands keep in memory
+ANALYSIS_CACHE_BYTES = 256 * 2**20  # the Delta size of a lake's tables the table cache holds (lake/table_cache.py)
 # A run whose new landing files hold at most this much JSON (some 20k records), on a lake
 # of at most this many records (its MERGEs rewrite files of the history), has Spark
 # evaluate its row projections rather than generate code for them (session.row_projections)

@@ -166,7 +166,7 @@ def test_audit_counts_and_rows_and_its_exit_codes(audited, demo_lake, capsys):
     found = json.loads(capsys.readouterr().out)
     assert {(r["difference"], r["explanation"]): r["n"] for r in found["counts"]} == {
         (d, e): 1 for d, e, _, _ in EXPECTED.values()}
-    assert audit.labelled_counts(found) == {  # the hourly DAG's stats task's counts
+    assert audit.stats_counts(found) == {  # the hourly DAG's stats task's counts
         f"engine · {d} · {e or '-'}": 1 for d, e, _, _ in EXPECTED.values()}
     assert [(r["tenant_id"], r["message_key"], r["bpmn_process_id"]) for r in found["rows"]] == sorted(EXPECTED)
     lock = found["rows"][-1]

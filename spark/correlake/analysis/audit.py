@@ -28,7 +28,7 @@ def audited(spark, lake: str) -> dict[str, list[dict]]:
         return {name: [row.asDict() for row in spark.sql(text).collect()] for name, text in sql.items()}
 
 
-def labelled_counts(audit: dict[str, list[dict]]) -> dict[str, int]:
+def stats_counts(audit: dict[str, list[dict]]) -> dict[str, int]:
     """`audited`'s counts as the hourly DAG's `stats` task returns them (its XCom): one entry a
     difference and explanation, `engine · DIFFERENCE · EXPLANATION` (`-`: none)."""
     return {f"engine · {r['difference']} · {r['explanation'] or '-'}": r["n"] for r in audit["counts"]}

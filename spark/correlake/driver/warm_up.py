@@ -17,11 +17,11 @@ def warm_up(spark, rounds: int, records: int = 50_000, until: Callable[[], bool]
     """Compile and JIT the pipeline's code paths before the real runs: a first run of
     `records` messages and as many events, then `rounds` increments of 2 % on its lake,
     each in the hour after the one before (as hourly runs go: as_of moves, statuses
-    cross, the key columns kept from the run before serve the next), in a temporary
+    cross, the key columns cached from the run before serve the next), in a temporary
     folder; no further increment once `until()` (a call waits). Returns each run's seconds."""
     root = Path(tempfile.mkdtemp(prefix="correlake-warm-up-"))
     seconds = []
-    with history_keys.set_aside():  # the lakes it served keep theirs
+    with history_keys.set_aside():  # what it cached of the lakes it served stays
         try:
             generate(root / "landing0", records, records, "uniform")
             for hour in range(1, rounds + 1):

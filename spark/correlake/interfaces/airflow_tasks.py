@@ -177,7 +177,7 @@ def stats(context) -> dict[str, int]:
     print("\n".join(f"  {label:<45} {n}" for label, n in counts.items()) or "  every message and subscription "
           "took part in a correlation")
     if audit.has_engine_records(lake):  # a lake of exporter records: where the engine and correlake differ
-        differences = audit.labelled_counts(call(audit.audited, lake))
+        differences = audit.stats_counts(call(audit.audited, lake))
         print("the engine and correlake (view engine_differences, `correlake audit`):")
         print("\n".join(f"  {label:<45} {n}" for label, n in differences.items()) or "  no difference")
         counts.update(differences)

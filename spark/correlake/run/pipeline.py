@@ -4,7 +4,7 @@ A run holds the lake's lock from start to end, is journalled (an unfinished run 
 rolled back by the next one), recomputes only the key groups its new records touch,
 and with nothing new writes nothing. Unless the run is a large one, each stage's gate is
 checked on a thread of its own while the next stage computes; every gate has passed
-before anything is written. The process keeps silver's key columns for the lake's next
+before anything is written. The process caches silver's key columns for the lake's next
 run (`caches/history_keys.py`).
 """
 
