@@ -14,7 +14,8 @@ EXPLANATION = ("kind", "tenant_id", "message_key", "element_instance_key", "mess
 # What a story reads besides the two views
 STORY_TABLES = ("gold_messages gold_subscriptions gold_correlations gold_message_started_instances gold_as_of "
                 "silver_deployments")
-KEYED_TABLES = ("gold_messages", "gold_subscriptions", "gold_correlations", "gold_message_started_instances")
+# the tables a story registers with only its keys' rows (`_only_their_keys`)
+NARROWED_TABLES = ("gold_messages", "gold_subscriptions", "gold_correlations", "gold_message_started_instances")
 
 
 def told(spark, lake: str, on_messages: dict | None, on_subscriptions: dict | None, as_json: bool,
@@ -40,18 +41,18 @@ def told(spark, lake: str, on_messages: dict | None, on_subscriptions: dict | No
     siblings = _sibling_takes(spark.table("gold_correlations"), subscriptions)  # their keys may be others
     differences = rows("engine_differences", [{"tenant_id": m["tenant_id"], "message_key": m["message_key"]}
                                               for m in messages], "bpmn_process_id") if engine else []
-    kept = _only_their_keys(spark, {o["correlation_key"] for o in messages + subscriptions})
+    narrowed = _only_their_keys(spark, {o["correlation_key"] for o in messages + subscriptions})
 
     def story_rows(table: str, alternatives: list[dict], *order: str) -> list[dict]:
-        if table not in kept:
+        if table not in narrowed:
             return rows(table, alternatives, *order)
-        found = [r for r in kept[table] if any(all(r[c] == v for c, v in alt.items()) for alt in alternatives)]
+        found = [r for r in narrowed[table] if any(all(r[c] == v for c, v in alt.items()) for alt in alternatives)]
         return sorted(found, key=lambda r: tuple(r[c] for c in order)) if order else found
 
     try:
         return _told(spark, story_rows, messages, subscriptions, siblings, differences, as_json)
     finally:  # the next question registers the tables it reads again, whole
-        for name in KEYED_TABLES:
+        for name in NARROWED_TABLES:
             spark.catalog.dropTempView(name)
 
 
@@ -101,12 +102,12 @@ def _only_their_keys(spark, keys: set[str]) -> dict[str, list[dict]]:
     from pyspark.sql import functions as F
 
     wanted = [folded(F.lit(k)) for k in sorted(keys)]
-    kept = {}
-    for name in KEYED_TABLES:
+    narrowed = {}
+    for name in NARROWED_TABLES:
         found = spark.table(name).where(folded(F.col("correlation_key")).isin(*wanted)).localCheckpoint()
         found.createOrReplaceTempView(name)
-        kept[name] = [r.asDict() for r in found.collect()]
-    return kept
+        narrowed[name] = [r.asDict() for r in found.collect()]
+    return narrowed
 
 
 def matching(alternatives: list[dict]):
