@@ -86,9 +86,10 @@ def _context(lake: str):
     context.validation_results_store_name = "lake_results"
     context.add_data_docs_site(site_name="correlake", site_config={
         "class_name": "SiteBuilder",
-        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder",
+        "site_index_builder": {"class_name": "DefaultSiteIndexBuilder", "view": _view("IndexPageView"),
                                "validation_results_limit": DATA_DOCS_INDEX_VALIDATIONS},
-        "site_section_builders": {"profiling": "None"},  # none here: it would list every result again
+        "site_section_builders": {"expectations": {"view": _view("PageView")}, "validations": {"view": _view("PageView")},
+                                  "profiling": "None"},  # none here: it would list every result again
         "store_backend": {"class_name": "TupleFilesystemStoreBackend", "base_directory": str(data_docs_dir(lake))},
     })
     source = context.data_sources.add_pandas("frames")
@@ -100,6 +101,11 @@ def _context(lake: str):
                                               result_format="SUMMARY"))
     context.build_data_docs(site_names=["correlake"], build_index=False, resource_identifiers=_suite_pages())
     return context
+
+
+def _view(name: str) -> dict:
+    """A view of `docs_views`, which compiles GX's page templates once a process."""
+    return {"module_name": "correlake.quality.docs_views", "class_name": name}
 
 
 def _suite_pages() -> list:
