@@ -224,7 +224,8 @@ def test_a_pairing_that_comes_later_renames_the_rows_it_names(spark):
     """A CATCH kept under its instance's engine key (9500) is renamed by the run that brings the
     MESSAGE_START_EVENT_SUBSCRIPTION CORRELATED record pairing that key with message 23."""
     from correlake.contract.schemas import ENGINE_CORRELATION, ENGINE_RECORD
-    from correlake.transforms.engine_audit import run_rows
+    from correlake.transforms.engine_audit import correlated, run_rows
+    from correlake.transforms.engine_mapping import start_pairs, with_value
 
     def bronze(r: dict) -> dict:
         row = {name: None for name in ENGINE_RECORD.fieldNames()}
@@ -243,7 +244,10 @@ def test_a_pairing_that_comes_later_renames_the_rows_it_names(spark):
     pairing = rec(23, T0 + 59 * S, MSES, "CORRELATED", {
         "processDefinitionKey": 200, "startEventId": "go_start", "messageName": "go", "bpmnProcessId": "start",
         "correlationKey": "c2", "messageKey": 23, "processInstanceKey": 9500, "variables": {}, "tenantId": "A"})
-    rows, duplicates = run_rows(spark.createDataFrame([bronze(pairing)], ENGINE_RECORD), None, table)
+    records = with_value(spark.createDataFrame([bronze(pairing)], ENGINE_RECORD))
+    found, pairs = correlated(records), start_pairs(records)
+    rows, fresh = run_rows(found, pairs, pairs, table)
+    duplicates = found.count() - fresh.count()
     assert {(r["message_key"], r["process_instance_key"], r["position"]) for r in rows.collect()} == {
         (23, "msg-start:start:23", pairing["position"]),  # the START row of the pairing itself
         (31, "msg-start:start:23", kept["position"])}  # the kept CATCH, renamed: the same record, so replaced

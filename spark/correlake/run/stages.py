@@ -139,16 +139,16 @@ def _gold(run: StagedRun) -> None:
 
 def _engine_correlations(run: StagedRun) -> None:
     """The rows the run's exporter records give gold/engine_correlations (a rebuild's: all of
-    bronze's), with those of earlier runs that its pairings rename; a canonical run has none."""
-    result, bronze_history = run.result, run.history("bronze_engine_records")
-    if not (result.accepted.get(ENGINE_STREAM) or (result.rebuild and bronze_history is not None)):
+    bronze's), with those of earlier runs that its pairings rename, from what silver found
+    (`engine_silver.mapped`); a canonical run has none."""
+    result = run.result
+    if not (result.accepted.get(ENGINE_STREAM) or (result.rebuild and run.history("bronze_engine_records") is not None)):
         return
-    records = run.frame("bronze_engine_records")
-    if result.rebuild:
-        records, bronze_history = records.unionByName(bronze_history), None
-    rows, result.engine_duplicates = engine_audit.run_rows(
-        records, bronze_history, None if result.rebuild else run.history("engine_correlations"))
+    found = run.frame("engine_correlated")
+    rows, fresh = engine_audit.run_rows(found, run.frame("engine_start_pairs"), run.frame("engine_run_start_pairs"),
+                                        None if result.rebuild else run.history("engine_correlations"))
     result.engine_correlations = run.store.put("engine_correlations", rows).count()
+    result.engine_duplicates = found.count() - fresh.count()
 
 
 def _outbox(run: StagedRun) -> None:

@@ -10,7 +10,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from correlake.contract.schemas import ENGINE_CORRELATION
-from correlake.transforms.engine_mapping import EVENT, named, start_pairs, with_value
+from correlake.transforms.engine_mapping import EVENT, named
 
 # the CORRELATED records read, by value type: their rows' subscription_type
 SUBSCRIPTION_TYPES = {"PROCESS_MESSAGE_SUBSCRIPTION": "CATCH", "MESSAGE_START_EVENT_SUBSCRIPTION": "START"}
@@ -20,11 +20,11 @@ INSTANCE_KEYS = ["process_instance_key", "element_instance_key"]
 
 
 def correlated(records: DataFrame) -> DataFrame:
-    """Every CORRELATED event of the two kinds among bronze/engine_records rows (exact
-    replays left out), in gold/engine_correlations' columns, its instances the engine's
-    keys' digits."""
-    rows = with_value(records.where(~F.col("_is_replay") & (F.col("record_type") == EVENT)
-                                    & (F.col("intent") == "CORRELATED") & F.col("value_type").isin(*SUBSCRIPTION_TYPES)))
+    """Every CORRELATED event of the two kinds among exporter records (distinct,
+    `engine_mapping.with_value`), in gold/engine_correlations' columns, its instances the
+    engine's keys' digits."""
+    rows = records.where((F.col("record_type") == EVENT) & (F.col("intent") == "CORRELATED")
+                         & F.col("value_type").isin(*SUBSCRIPTION_TYPES))
     kind = F.create_map(*(F.lit(x) for pair in SUBSCRIPTION_TYPES.items() for x in pair))[F.col("value_type")]
     return rows.select(
         "tenant_id", F.col("v.messageKey").alias("message_key"), F.col("v.messageName").alias("message_name"),
@@ -48,19 +48,15 @@ def renamed(table: DataFrame, pairs: DataFrame) -> DataFrame:
     return named(touched, pairs, tuple(INSTANCE_KEYS))
 
 
-def run_rows(records: DataFrame, history: DataFrame | None, table: DataFrame | None) -> tuple[DataFrame, int]:
-    """A run's rows for `sql/engine_correlations.sql` from its bronze/engine_records rows
-    `records` (bronze's `history` before it, gold/engine_correlations' rows `table`; None:
-    none), and how many of its CORRELATED records are not a row (a pair's later record).
-    Instances are named by the pairings of `records` and `history`; those of `records` also
-    rename the table's rows that they name."""
-    distinct = records.where(~F.col("_is_replay"))
-    pairs = start_pairs(distinct if history is None else distinct.unionByName(history.where(~F.col("_is_replay"))))
-    found = correlated(records).localCheckpoint()
+def run_rows(found: DataFrame, pairs: DataFrame, run_pairs: DataFrame,
+             table: DataFrame | None) -> tuple[DataFrame, DataFrame]:
+    """A run's rows for `sql/engine_correlations.sql` from its CORRELATED records `found`
+    (`correlated`), and those of them that are a pair's first row, new to the table (the
+    rest of `found` are a pair's later records). `pairs`: the lake's message-start pairings
+    (`engine_mapping.start_pairs`), which name the instances; `run_pairs`: the run's, which
+    also rename the rows of the table (gold/engine_correlations; None: none) that they name."""
     new = first_per_pair(named(found, pairs, tuple(INSTANCE_KEYS))).select(*ENGINE_CORRELATION.fieldNames())
     if table is None:
-        new = new.localCheckpoint()
-        return new, found.count() - new.count()
-    fresh = new.join(table.select(*PAIR), PAIR, "left_anti").count()
-    rows = new.unionByName(renamed(table, start_pairs(distinct)).select(*new.columns))
-    return first_per_pair(rows).localCheckpoint(), found.count() - fresh
+        return new, new
+    rows = new.unionByName(renamed(table, run_pairs).select(*new.columns))
+    return first_per_pair(rows), new.join(table.select(*PAIR), PAIR, "left_anti")

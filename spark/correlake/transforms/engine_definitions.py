@@ -82,12 +82,13 @@ def _named_definition() -> Column:
     return F.when(key >= 0, key)
 
 
-def subscriptions(candidates: DataFrame, every: DataFrame, owners: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(the SUBSCRIPTION_OPENED events, the pending rows) of `candidates` (`PROCESS_MESSAGE_SUBSCRIPTION`
-    `CREATING` records, new and pending, `with_value`): its definition the one its record names,
-    without falling back, else its owner's (`owners`: `PROCESS_INSTANCE` records of the lake,
-    `with_value`, the first by (partition_id, position) of its `key`); `every`: the lake's
-    definitions. Its element's type from that definition's BPMN."""
+def subscriptions(candidates: DataFrame, every: DataFrame, owners: DataFrame) -> DataFrame:
+    """`candidates` (`PROCESS_MESSAGE_SUBSCRIPTION` `CREATING` records, new and pending,
+    `with_value`) with their definition and `why` one cannot open (null: it opens; `opened`,
+    `pending`): its definition the one its record names, without falling back, else its
+    owner's (`owners`: `PROCESS_INSTANCE` records of the lake, `with_value`, the first by
+    (partition_id, position) of its `key`); `every`: the lake's definitions. Its element's
+    type from that definition's BPMN."""
     wanted = candidates.select(F.col("v.elementInstanceKey").alias("key")).distinct()
     owner = (owners.join(wanted, "key", "left_semi").groupBy(F.col("key").alias("_owner"))
              .agg(F.min_by("v.processDefinitionKey", F.struct("partition_id", "position")).alias("_owner_definition")))
@@ -101,22 +102,26 @@ def subscriptions(candidates: DataFrame, every: DataFrame, owners: DataFrame) ->
            .when(F.col("refused").isNotNull(), F.lit(UNSUPPORTED_ELEMENT))  # a BPMN refused: none of its elements read
            .when(F.col("_type").isNull(), F.lit(NO_ELEMENT))
            .when(~F.col("_type").isin(*ELEMENT_TYPES), F.lit(UNSUPPORTED_ELEMENT)))
-    found = found.withColumn("why", why).localCheckpoint()
+    return found.withColumn("why", why)
+
+
+def opened(found: DataFrame) -> DataFrame:
+    """The SUBSCRIPTION_OPENED events of `subscriptions`' rows."""
     interrupting = F.when(F.col("_type").isin(*READS_INTERRUPTING), F.coalesce("v.interrupting", F.lit(True))) \
         .otherwise(F.lit(True))
-    opened = found.where(F.col("why").isNull()).select(*event_columns(
+    return found.where(F.col("why").isNull()).select(*event_columns(
         SUBSCRIPTION_OPENED, bpmn_process_id=F.col("v.bpmnProcessId"), process_version=F.col("_version"),
         process_instance_key=F.col("v.processInstanceKey").cast("string"),
         element_instance_key=F.col("v.elementInstanceKey").cast("string"), element_id=F.col("v.elementId"),
         element_type=F.col("_type"), message_name=F.col("v.messageName"),
         correlation_key=F.col("v.correlationKey"), interrupting=interrupting))
-    return opened, pending(found.where(F.col("why").isNotNull()))
 
 
 def pending(rows: DataFrame) -> DataFrame:
-    """`rows` (`with_value`, a `why` and `process_definition_key`) as rows of silver/engine_pending."""
-    return rows.select(*[F.col("v.elementId").alias(name) if name == "element_id" else F.col(name)
-                         for name in ENGINE_PENDING.fieldNames()])
+    """`rows` (`with_value`, a `why` and `process_definition_key`) that have a `why`, as rows
+    of silver/engine_pending."""
+    return rows.where(F.col("why").isNotNull()).select(
+        *[F.col("v.elementId").alias(name) if name == "element_id" else F.col(name) for name in ENGINE_PENDING.fieldNames()])
 
 
 def deletions(records: DataFrame) -> DataFrame:

@@ -37,12 +37,11 @@ def started_instance(bpmn_process_id: str, message_key: str) -> Column:
 
 
 def start_pairs(records: DataFrame) -> DataFrame:
-    """The message-start pairing: of exporter records (bronze/engine_records' columns; give
-    distinct records), the `MESSAGE_START_EVENT_SUBSCRIPTION` `CORRELATED` events, one row per
-    engine instance key they pair with a message: `engine_key` BIGINT (`processInstanceKey`),
+    """The message-start pairing: of exporter records (distinct, `with_value`), the
+    `MESSAGE_START_EVENT_SUBSCRIPTION` `CORRELATED` events, one row per engine instance key
+    they pair with a message: `engine_key` BIGINT (`processInstanceKey`),
     `process_instance_key` STRING (correlake's name, `msg-start:{bpmnProcessId}:{messageKey}`)."""
-    pairs = (with_value(records)
-             .where((F.col("record_type") == EVENT) & (F.col("value_type") == MSES) & (F.col("intent") == "CORRELATED"))
+    pairs = (records.where(kind(MSES, "CORRELATED"))
              .select(F.col("v.processInstanceKey").alias("engine_key"),
                      started_instance("v.bpmnProcessId", "v.messageKey").alias("process_instance_key"))
              .where(F.col("engine_key").isNotNull() & F.col("process_instance_key").isNotNull()))
