@@ -23,10 +23,12 @@ from support.outbox_model import assert_outbox_agrees
 
 from correlake.config import TABLES, data_docs_dir, table_path
 from correlake.interfaces import cli
-from correlake.lake import journal
+from correlake.lake import journal, restate
 from correlake.lake import tables as lake
 from correlake.quality import gates
-from correlake.run import pipeline, small_scope, staged, stepwise
+from correlake.run import pipeline, stepwise
+from correlake.run.backends import driver
+from correlake.run.backends import spark as spark_backend
 from correlake.run.staged import LakeMoved
 from correlake.run.store import staged_runs_dir
 
@@ -108,7 +110,7 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
     landing, base, _, reference = world
     lake_dir = copy_lake(base, tmp_path / "term")
     before = snapshot(spark, lake_dir)
-    real, real_restore, signalled, restored = staged.restate, journal.deltars.restore, [], []
+    real, real_restore, signalled, restored = restate.merge, journal.deltars.restore, [], []
 
     def restate_then_stop(*args, **kwargs):
         real(*args, **kwargs)
@@ -122,7 +124,7 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
         restored.append(name)
         return real_restore(lake, name, version)
 
-    monkeypatch.setattr(staged, "restate", restate_then_stop)
+    monkeypatch.setattr(restate, "merge", restate_then_stop)
     monkeypatch.setattr(journal.deltars, "restore", stop_again_while_restoring)
     on_sigterm = signal.getsignal(signal.SIGTERM)
     capfd.readouterr()
@@ -146,7 +148,7 @@ def test_a_run_stopped_while_a_gate_is_checked_beside_a_stage_stops_whole(spark,
     landing, base, _, _ = world
     lake_dir = copy_lake(base, tmp_path / "gated")
     before = snapshot(spark, lake_dir)
-    real_check, real_plan = gates.check, small_scope.plan
+    real_check, real_plans = gates.check, {b: b.plan_scope for b in (driver.Driver, spark_backend.Spark)}
     checking, stopped = threading.Event(), threading.Event()
 
     def slow_check(*args, **kwargs):  # the bronze gate still running when silver is stopped
@@ -154,16 +156,17 @@ def test_a_run_stopped_while_a_gate_is_checked_beside_a_stage_stops_whole(spark,
         assert stopped.wait(60)
         return real_check(*args, **kwargs)
 
-    def stopped_plan(*args, **kwargs):  # silver's plan, on either path
+    def stopped_plan(backend, *args, **kwargs):  # silver's scope, on either backend
         assert checking.wait(60)
         try:
             os.kill(os.getpid(), signal.SIGTERM)  # its handler raises in this thread, the main one
-            return real_plan(*args, **kwargs)
+            return real_plans[type(backend)](backend, *args, **kwargs)
         finally:
             stopped.set()
 
     monkeypatch.setattr(gates, "check", slow_check)
-    monkeypatch.setattr(small_scope, "plan", stopped_plan)
+    for backend in real_plans:
+        monkeypatch.setattr(backend, "plan_scope", stopped_plan)
     capfd.readouterr()
     threads = set(threading.enumerate())
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--max-quarantine-ratio", "1"]) == 143

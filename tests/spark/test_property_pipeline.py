@@ -46,7 +46,8 @@ from correlake.contract.schemas import KEY_GROUPS
 from correlake.interfaces import cli
 from correlake.lake import catalog
 from correlake.lake import tables as lake_tables
-from correlake.run import pipeline, small_scope, stages
+from correlake.run import backends, pipeline
+from correlake.run.backends import Driver, Spark
 
 CASES = 60
 START_EVENT_CASES = 40  # more of the per-key lock of message start events (rules 19-21)
@@ -64,7 +65,7 @@ def landing(root, chunks: list[tuple[list, list]]) -> str:
 def run_on(spark, landing_dir: str, lake: str, path: str) -> str:
     """One run of the landing on `path` (forced); its run id."""
     result = pipeline.run(spark, landing_dir, lake, max_quarantine_ratio=0.0, path=path)
-    assert result.path == path
+    assert result.path == backends.FORCED[path]
     return result.run_id
 
 
@@ -151,28 +152,28 @@ def assert_run_agrees(n: int, tables: dict[str, dict], want: dict, arrived: list
 
 @contextmanager
 def plans_compared():
-    """Each small run's plan (`small_scope.plan`, on the driver) checked against Spark's plan
-    of the same run (`stages.spark_plan`): the same key group changes, touched keys and
+    """Each small run's scope (`Driver.plan_scope`) checked against the Spark backend's scope
+    of the same run (`Spark.plan_scope`): the same key group changes, touched keys and
     routed events, not only the same gold. Gives the list of runs compared."""
     compared = []
-    planned = small_scope.plan
+    planned = Driver.plan_scope
 
-    def checked(run, new_messages, new_events, history, redeployed):
-        small = planned(run, new_messages, new_events, history, redeployed)
-        if small is None:  # Spark's path
-            return small
-        old = run.history if history else lambda name: None
-        work = stages.spark_plan(run, new_messages, new_events, old, run.frame("silver_deployments"), redeployed)
-        assert set(small.key_group_changes) == {tuple(r) for r in work.key_group_changes.select(*KEY_GROUPS.names).collect()}
-        assert set(small.scope) == {tuple(r) for r in work.scope.select(*KEY_GROUPS.names).collect()}
-        assert sorted(zip(small.routed_events["position"].to_pylist(), small.routed_events["label"].to_pylist())) == \
-            sorted(tuple(r) for r in work.routed.select("position", "label").collect())
-        compared.append(run.run_id)
+    def checked(self, new_messages, new_events, deployments, redeployed):
+        small = planned(self, new_messages, new_events, deployments, redeployed)
+        work = Spark(self.run).plan_scope(new_messages, new_events, deployments, redeployed)
+        for frame in ("key_group_changes", "touched_keys"):
+            assert set(rows(getattr(small, frame), KEY_GROUPS.names)) == set(rows(getattr(work, frame), KEY_GROUPS.names))
+        assert rows(small.routed, ["position", "label"]) == rows(work.routed, ["position", "label"])
+        compared.append(self.run.run_id)
         return small
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(small_scope, "plan", checked)
+        patch.setattr(Driver, "plan_scope", checked)
         yield compared
+
+
+def rows(frame, columns: list[str]) -> list[tuple]:
+    return sorted(tuple(r) for r in frame.select(*columns).collect())
 
 
 def assert_same_gold(got: dict, want: dict) -> None:

@@ -1,15 +1,18 @@
 """Restating a table's rows: the MERGE's source (only the rows that change) is the same
 whether Spark computes it (`changes`) or a small run's driver does (`changes_on_driver`),
-and either way the table ends holding exactly the new rows of the touched keys."""
+and either backend's `restate` leaves the table holding exactly the new rows of the touched keys."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from types import SimpleNamespace
 
 from correlake.config import table_path
 from correlake.contract.schemas import GOLD, GOLD_KEYS
 from correlake.lake import deltars
 from correlake.lake import restate as restating
+from correlake.run.backends.driver import Driver
+from correlake.run.backends.spark import Spark
 
 SCHEMA, KEYS = GOLD["subscriptions"], GOLD_KEYS["subscriptions"]
 T0 = datetime(2026, 9, 21, 14, 0, tzinfo=UTC)
@@ -59,8 +62,8 @@ def test_the_driver_and_spark_find_the_same_changes_and_restate_the_same_rows(sp
     assert set(deltars.tuples(by_spark.toArrow())) == set(deltars.tuples(by_driver))
     assert sorted(op for *_, op in deltars.tuples(by_driver)) == ["D", "U", "U", "U"]  # k1's row left out
 
-    restating.restate(spark, lakes["spark"], "subscriptions", rows, touched, KEYS)
-    restating.restate(spark, lakes["driver"], "subscriptions", rows, TOUCHED, KEYS)
+    Spark(SimpleNamespace(spark=spark, lake_dir=lakes["spark"])).restate("subscriptions", rows, touched, KEYS)
+    Driver(SimpleNamespace(spark=spark, lake_dir=lakes["driver"])).restate("subscriptions", rows, TOUCHED, KEYS)
     untouched = {r for r in BEFORE if (r[0], r[8]) not in TOUCHED}
     assert table(spark, lakes["spark"]) == table(spark, lakes["driver"]) == set(AFTER) | untouched
 
@@ -69,6 +72,6 @@ def test_a_small_run_restating_rows_already_right_commits_nothing(spark, tmp_pat
     lake = lake_with_rows(spark, tmp_path / "lake")
     before = spark.sql(f"DESCRIBE HISTORY delta.`{table_path(lake, 'subscriptions')}`").count()
     rows = spark.createDataFrame([r for r in BEFORE if r[0] == "t1"], SCHEMA)
-    restating.restate(spark, lake, "subscriptions", rows, None, KEYS)  # None: the keys of the rows
+    Driver(SimpleNamespace(spark=spark, lake_dir=lake)).restate("subscriptions", rows, None, KEYS)  # the rows' keys
     assert spark.sql(f"DESCRIBE HISTORY delta.`{table_path(lake, 'subscriptions')}`").count() == before
     assert table(spark, lake) == set(BEFORE)

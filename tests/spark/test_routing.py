@@ -1,4 +1,4 @@
-"""Key groups: the connected components of the links between keys (`transforms/key_groups.py`),
+"""Key groups: the connected components of the links between keys (`run/backends/spark_scope.components`),
 and the key of a message-started instance, which links them."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import random
 import pytest
 
 from correlake.config import COMPONENTS_ON_DRIVER
+from correlake.run.backends.spark_scope import components
 from correlake.semantics.start_events import started_message_key, started_message_key_sql
-from correlake.transforms.key_groups import _components
 
 
 def smallest_of_each_component(edges: list[tuple[str, str, str]]) -> dict[tuple[str, str], str]:
@@ -49,7 +49,7 @@ def test_components_of_long_chains_trees_and_random_links(spark, on_driver_max):
     edges += [("unicode", "\u00e9", "z"), ("unicode", "\uffff", "\U0001F600"), ("unicode", "z", "\U0001F600")]
     rng.shuffle(edges)
     frame = spark.createDataFrame(edges, "tenant_id string, a string, b string")
-    got = {(r["tenant_id"], r["node"]): r["root"] for r in _components(frame, on_driver_max).collect()}
+    got = {(r["tenant_id"], r["node"]): r["root"] for r in components(frame, on_driver_max).collect()}
     assert got == smallest_of_each_component(edges)
     assert set(got[("chain", k)] for k in keys) == {"k00000"}
 

@@ -21,7 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from correlake.interfaces import cli
-from correlake.run import pipeline, small_scope, staged
+from correlake.lake import restate
+from correlake.run import pipeline
+from correlake.run.backends import driver, spark
 from correlake.run.watch import Watch
 from correlake.runtime.session import get_spark
 
@@ -32,13 +34,13 @@ def die(*_, **__):
 
 def after_first_merge(then: Callable[[], None]) -> None:
     """Call `then` after each MERGE of a run has committed (the first is in flight with others)."""
-    real = staged.restate
+    real = restate.merge
 
-    def restate_then(*args, **kwargs):
+    def merge_then(*args, **kwargs):
         real(*args, **kwargs)
         then()
 
-    staged.restate = restate_then
+    restate.merge = merge_then
 
 
 def fired(armed: Path, name: str) -> bool:
@@ -72,7 +74,7 @@ def watch(armed: Path, options: list[str]) -> int:
 
 def main(landing: str, lake_dir: str, point: str) -> None:
     if point == "silver":
-        small_scope.plan = die  # either path: the small one's plan is tried first
+        driver.Driver.plan_scope = spark.Spark.plan_scope = die  # silver's scope, on either backend
     elif point == "merge":
         after_first_merge(die)
     else:

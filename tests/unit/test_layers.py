@@ -94,3 +94,39 @@ def test_the_check_sees_imports_inside_functions():
 def test_no_module_is_over_350_lines():
     long = {name: n for name, path in _modules().items() if (n := len(path.read_text().splitlines())) > 350}
     assert long == {}
+
+
+JVM = ("._jdf", "._jsparkSession", "._jvm")  # Spark's JVM reached past its Python API
+TUNING = (".localCheckpoint(", ".checkpoint(", "broadcast")  # how a plan runs, not what it computes
+# Lines allowed until their modules' owners move them to runtime/ (issue 81, item 3): the
+# bronze stage's split size, the table cache's size estimate, maintenance's Delta log.
+ALLOWED = {
+    ("correlake.transforms.bronze", "target = spark._jsparkSession.sessionState().conf().filesMaxPartitionBytes()"),
+    ("correlake.lake.table_cache",
+     "size = int(table._jdf.queryExecution().analyzed().stats().sizeInBytes())  # from its snapshot"),
+    ("correlake.run.maintenance", "jvm = spark._jvm"),
+    ("correlake.run.maintenance",
+     "delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)"),
+}
+
+
+def _lines_with(rooms: tuple[str, ...], words: tuple[str, ...], outside: str = "") -> list[str]:
+    """`module: line` of each line of a module in `rooms` (outside the package `outside`) holding one of `words`."""
+    return [f"{name}: {line.strip()}" for name, path in _modules().items()
+            if _room(name) in rooms and not (outside and name.startswith(outside))
+            for line in path.read_text().splitlines()
+            if any(word in line for word in words) and (name, line.strip()) not in ALLOWED]
+
+
+def test_the_rules_in_transforms_do_not_reach_the_backends():
+    """`transforms/` states the rules; the run's backends (run/backends/) apply them."""
+    assert [f"{a} -> {b}" for a, targets in GRAPH.items() if _room(a) == "transforms"
+            for b in targets if b.startswith("correlake.run")] == []
+
+
+def test_only_the_spark_backend_and_runtime_reach_the_jvm():
+    assert _lines_with(("transforms", "lake", "run"), JVM, outside="correlake.run.backends") == []
+
+
+def test_no_checkpoint_or_broadcast_hint_in_the_rules():
+    assert _lines_with(("transforms",), TUNING) == []

@@ -1,8 +1,7 @@
-"""Restating table rows with the Delta MERGE of `sql/restate.sql`.
-
-The MERGE's source holds only the rows that change (`changes`). A small run computes it
-on the driver instead (`changes_on_driver`): the target's rows of its few keys read with
-delta-rs and compared here, so that Spark runs the MERGE alone."""
+"""Restating table rows with the Delta MERGE of `sql/restate.sql` (`merge`), whose source
+holds only the rows that change: computed by Spark's joins (`changes`), or, for the few
+keys of a small run, by its twin `changes_on_driver` from the target's rows read with
+delta-rs (the run's backends choose: `run/backends/`)."""
 
 from __future__ import annotations
 
@@ -13,7 +12,6 @@ import operator
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import StringType, StructField, StructType
 
 from correlake.config import table_path
 from correlake.contract.schemas import SCOPE
@@ -66,33 +64,10 @@ def _keys_only(key: tuple, at: list[int], width: int) -> tuple:
     return tuple(row)
 
 
-def restate(spark: SparkSession, lake: str, name: str, rows: DataFrame,
-            touched: DataFrame | set[tuple[str, str]] | None, keys: list[str]) -> None:
-    """Make the lake's table `name`'s rows for the `touched` keys exactly `rows` (no commit
-    when every row is already right).
-
-    `rows` are the new rows of the (tenant_id, correlation_key)s in `touched` (and may
-    carry rows of other keys, which update theirs: a run that moves as_of); target rows
-    of the touched keys that are not in `rows` are deleted; the others are untouched.
-    `touched` is a frame with its join hint (`broadcast_if_small`), which the caller
-    decides once for every table it restates; or, for a small run, a set (None: the keys
-    of `rows`), and the MERGE's source is computed on the driver (`changes_on_driver`).
-    """
-    path = table_path(lake, name)
-    if isinstance(touched, DataFrame):
-        source = changes(spark.read.format("delta").load(path), rows, touched, keys).localCheckpoint()
-        return _merge(spark, path, source, source.count(), rows.columns, keys)
-    fetched = rows.toArrow()
-    if touched is None:
-        touched = set(deltars.tuples(fetched.select(SCOPE)))
-    found = changes_on_driver(lake, name, fetched, touched, keys)
-    schema = StructType([*rows.schema.fields, StructField("_op", StringType(), False)])
-    _merge(spark, path, spark.createDataFrame(found, schema), found.num_rows, rows.columns, keys)
-
-
-def _merge(spark: SparkSession, target_path: str, source: DataFrame, changed: int, columns: list[str],
+def merge(spark: SparkSession, target_path: str, source: DataFrame, changed: int, columns: list[str],
           keys: list[str]) -> None:
-    """The MERGE of `sql/restate.sql` of `source`'s `changed` rows (`changes`) into the target."""
+    """The MERGE of `sql/restate.sql` of `source`'s `changed` rows (`changes`) into the target:
+    the target's rows of the source's keys made the source's, those marked 'D' deleted."""
     if not changed:
         return
     view = f"correlake_changes_{next(_views)}"

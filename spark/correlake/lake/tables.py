@@ -34,17 +34,8 @@ def _writer(df: DataFrame, run_id: str):
     return df.write.format("delta").option("userMetadata", run_id)
 
 
-def append(df: DataFrame, lake: str, name: str, run_id: str, few: bool = False) -> None:
-    """Add `df`'s rows to the table; `few` (a small run's): fetched, and committed by
-    delta-rs, with no Spark job to plan the write and list the table."""
-    if few:
-        import pyarrow as pa
-
-        from correlake.lake import deltars
-
-        rows = df.toArrow()  # its files' columns nullable, as Spark writes them (readers of files compare schemas)
-        return deltars.write(lake, name, rows.cast(pa.schema([f.with_nullable(True) for f in rows.schema])), "append",
-                             run_id)
+def append(df: DataFrame, lake: str, name: str, run_id: str) -> None:
+    """Add `df`'s rows to the table."""
     _writer(df, run_id).mode("append").save(table_path(lake, name))
 
 

@@ -9,30 +9,34 @@ contract revision 3."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from correlake.config import DELIVERY_PARTITIONS, delivery_delay_ms, table_path
-from correlake.contract.ordering import may_share_a_line, may_share_a_line_column, ordering_key_column
+from correlake.contract.ordering import may_share_a_line_column, ordering_key_column
 from correlake.contract.schemas import CORRELATION, OUTBOX, SCOPE, struct
-from correlake.lake import deltars, meta, tables
+from correlake.lake import meta, tables
 from correlake.lake.journal import journalled
 from correlake.runtime.hints import broadcast_if_small
 from correlake.transforms.outbox import due_keys, outbox_events
+
+if TYPE_CHECKING:
+    from correlake.run.backends import Backend
 
 
 def new_events(spark: SparkSession, history: Callable[[str], DataFrame | None], run_id: str, as_of: int | None,
                previous_as_of: Callable[[], int | None], correlations: DataFrame | None = None,
                touched: DataFrame | None = None, rebuild: bool = False,
-               keyed: Callable[[], DataFrame | None] | None = None) -> tuple[DataFrame, bool]:
+               backend: Backend | None = None) -> tuple[DataFrame, bool]:
     """(the run's new outbox rows, whether they are a first outbox's backfill of gold).
 
     `history(name)`: a lake table as the run found it (None: none); `correlations`: the
     run's gold correlations of the `touched` keys (None: a run that recomputed none);
-    `previous_as_of()`: the as_of gold's statuses were at before the run; `keyed()`: a
-    small run's outbox events of its touched keys, looked up by key (None where a touched
-    key's line may hold other keys: then the outbox is joined with them here)."""
+    `previous_as_of()`: the as_of gold's statuses were at before the run; `backend`: the
+    run's, which may look the touched keys' past events up by key (`outbox_of_touched`;
+    None: the outbox is joined with them here)."""
     delay = delivery_delay_ms()
     due_until = None if delay == 0 or as_of is None else as_of - delay
     empty = lambda schema: spark.createDataFrame([], schema)  # noqa: E731
@@ -51,22 +55,12 @@ def new_events(spark: SparkSession, history: Callable[[str], DataFrame | None], 
                .join(broadcast_if_small(scope)(scope), SCOPE, "left_anti").localCheckpoint())
         new = new.unionByName(gold.join(broadcast_if_small(due)(due), SCOPE, "left_semi"))
         scope = scope.unionByName(due)
-    if due_until is None and keyed is not None and (past := keyed()) is not None:  # no other key's rows needed
+    if due_until is None and backend is not None and (past := backend.outbox_of_touched()) is not None:
         return outbox_events(new, past, run_id, DELIVERY_PARTITIONS, due_until), False
     past = outbox.join(broadcast_if_small(scope)(scope), SCOPE, "left_semi")
     if gold is not None:
         new, past = _shared_lines(new, past, gold, outbox, scope)
     return outbox_events(new, past, run_id, DELIVERY_PARTITIONS, due_until), False
-
-
-def of_keys(spark: SparkSession, lake: str, version: int, keys: set[tuple[str, str]]) -> DataFrame | None:
-    """The outbox events of these (tenant_id, correlation_key) in the table's `version`,
-    looked up by delta-rs (files skipped by their statistics), for `new_events`' `keyed`;
-    None if one of the keys' lines may hold other keys (`may_share_a_line`)."""
-    if any(may_share_a_line(key) for _, key in keys):
-        return None
-    found = deltars.rows_of_keys(deltars.table(lake, "outbox", version), OUTBOX.fieldNames(), keys)
-    return spark.createDataFrame([] if found is None else found, OUTBOX)
 
 
 def _with_line(df: DataFrame, name: str = "ordering_key") -> DataFrame:

@@ -16,21 +16,20 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from correlake import progress
 from correlake.caches import history_keys
 from correlake.config import TABLES, default_max_quarantine_ratio, run_path, table_path
-from correlake.contract.schemas import SCOPE
 from correlake.errors import CorrelakeError
 from correlake.lake import as_of as lake_as_of
-from correlake.lake import deltars, discovery, journal, meta, tables
+from correlake.lake import discovery, journal, meta, tables
 from correlake.lake.discovery import Found, find
 from correlake.lake.journal import journalled, rollback
 from correlake.lake.preflight import require_one_kind
-from correlake.lake.restate import keep_first, restate
+from correlake.lake.restate import keep_first
 from correlake.quality import gates
-from correlake.run import writes
+from correlake.run import backends, writes
+from correlake.run.backends import Backend, TooLargeForDriver
 from correlake.run.maintenance import only_maintained
 from correlake.run.outbox import fallen_due
 from correlake.run.outbox import migrate as migrate_outbox
@@ -38,7 +37,6 @@ from correlake.run.result import RunResult, new_run_id
 from correlake.run.store import Plan, staged_run
 from correlake.run.writes import SCHEMAS, How, Write
 from correlake.runtime.codegen import row_projections
-from correlake.runtime.hints import broadcast_if_small
 from correlake.runtime.threads import run_concurrently
 from correlake.transforms.scope import HistoryKeys
 
@@ -76,7 +74,8 @@ class StagedRun:
                 as_of: int | None = None, max_quarantine_ratio: float | None = None, rebuild: bool = False,
                 dry_run: bool = False, path: str | None = None, full_listing: bool = False) -> StagedRun | RunResult:
         """Plan a run over the landing's new files (or, to rebuild, over bronze alone), its
-        frames in `store_for(run_id)`, on `path` (config.RUN_PATHS; None: CORRELAKE_RUN_PATH).
+        frames in `store_for(run_id)`, on `path` (config.RUN_PATHS; None: CORRELAKE_RUN_PATH),
+        its backend chosen here (`backends.choose`).
         With nothing new, a `nothing_new` result is returned, after re-evaluating the statuses
         if `as_of` moved (a dry run only says it would). `full_listing`: the whole landing listed
         (discovery.py). The caller holds the lake's lock."""
@@ -97,6 +96,7 @@ class StagedRun:
                     last, RunResult(run_id, files=len(files), as_of=as_of, rebuild=rebuild, rolled_back=rolled_back,
                                     migrated=migrated, outbox_migrated=outbox_migrated, max_quarantine_ratio=ratio),
                     meta.records_read(lake_dir), path or run_path(), found.full, found.held)
+        plan.backend = backends.choose(plan)
         staged = cls(spark, lake_dir, plan, store_for(run_id))
         staged.store.save_plan(plan)
         return staged
@@ -110,9 +110,10 @@ class StagedRun:
         """A frame an earlier stage of this run put in the store."""
         return self.store.get(self.spark, name)
 
-    def touched_set(self) -> set[tuple[str, str]]:
-        """The (tenant_id, correlation_key) the run touched, fetched: a small run's few."""
-        return set(deltars.tuples(self.frame("touched_keys").select(*SCOPE).toArrow()))
+    @property
+    def backend(self) -> Backend:
+        """Where the run's work is executed, as its plan names it."""
+        return backends.for_run(self)
 
     def history(self, name: str) -> DataFrame | None:
         """A lake table as of the run's snapshot; None if it did not exist."""
@@ -144,7 +145,17 @@ class StagedRun:
         progress.step(f"run: {step} in {self.result.timings[label]:.1f} s")
 
     def compute(self, stage: Stage) -> None:
-        self._timed(stage.name, lambda: stage.compute(self))
+        """Compute the stage; on Spark again if the driver backend finds the run too large for it
+        (the plan, saved, says Spark from then on)."""
+        def work() -> None:
+            try:
+                stage.compute(self)
+            except TooLargeForDriver as large:
+                progress.step(f"run: {stage.name} on Spark ({large})")
+                self.plan.backend = backends.SPARK
+                self.store.save_plan(self.plan)
+                stage.compute(self)
+        self._timed(stage.name, work)
 
     def check(self, stage: Stage) -> None:
         """Pass the stage's gate or raise GateFailed (nothing is written either way)."""
@@ -183,20 +194,19 @@ class StagedRun:
     def _write(self) -> None:
         """Carry out the write plan on a few threads, the longest first (the caller journals it)."""
         plan = self._write_plan()
+        backend = self.backend
         restating = any(w.how in (How.MERGE, How.REFRESH) for w in plan.writes)  # a first run, a rebuild: none
-        touched = None
-        if restating:  # a small run's as a set: its MERGEs' sources are computed on the driver (`lake/restate.py`)
-            touched = self.touched_set() if self._small else _hinted(self.frame("touched_keys").select(*SCOPE))
-        run_concurrently([lambda w=w: self._write_table(w, touched) for w in plan.writes])
+        touched = backend.touched() if restating else None
+        run_concurrently([lambda w=w: self._write_table(w, backend, touched) for w in plan.writes])
         meta.record_run(self.lake_dir, self.result.runs_row())
 
-    def _write_table(self, write: Write, touched) -> None:
+    def _write_table(self, write: Write, backend: Backend, touched) -> None:
         spark, lake, name, run_id = self.spark, self.lake_dir, write.table, self.run_id
         if write.how is How.RECORD:
             return (lake_as_of.record(lake, self.result.as_of, run_id) if name == "as_of"
                     else meta.record_ingested(lake, self.ingested_files(), run_id))
         if write.how is How.APPEND:
-            return tables.append(self.frame(name), lake, name, run_id, few=self._small)
+            return backend.append(self.frame(name), name)
         if write.how is How.OVERWRITE:
             return tables.overwrite(self.frame(name), lake, name, run_id)
         rows = self.frame(name).select(*SCHEMAS[name].fieldNames())  # the table's columns
@@ -208,36 +218,11 @@ class StagedRun:
             if write.how is How.REFRESH:  # the other keys' rows whose status crosses, in the same MERGE (one rewrite)
                 others = lake_as_of.crossed(spark.read.format("delta").load(table_path(lake, name)),
                                             write.as_of_before, self.result.as_of)
-                rows = rows.unionByName(_outside(others, touched).select(*rows.columns))
-                rows = rows if self._small else rows.localCheckpoint()  # `changes` reads it twice
-            if name != "key_groups":
-                keys = touched
-            else:  # the key groups that changed (a small run: the keys of its rows)
-                keys = None if self._small else _hinted(self.frame(name).select(*SCOPE))
-            restate(spark, lake, name, rows, keys, list(write.keys))
-
-    @property
-    def _small(self) -> bool:
-        """Whether the run took the small-run path: its few rows are appended and restated from the driver."""
-        return self.result.path == "small"
+                rows = backend.refreshed(rows, others, touched)
+            backend.restate(name, rows, None if name == "key_groups" else touched, list(write.keys))
 
     def discard(self) -> None:
         self.store.clear()
-
-
-def _outside(rows: DataFrame, touched: DataFrame | set[tuple[str, str]]) -> DataFrame:
-    """The `rows` of keys not `touched`: a frame with its hint, or a small run's set (a filter
-    on its literals: no join to plan and broadcast)."""
-    if isinstance(touched, DataFrame):
-        return rows.join(touched, SCOPE, "left_anti")
-    key = F.struct(*SCOPE)
-    listed = [F.struct(F.lit(tenant).alias(SCOPE[0]), F.lit(k).alias(SCOPE[1])) for tenant, k in sorted(touched)]
-    return rows.where(~key.isin(*listed)) if listed else rows
-
-
-def _hinted(keys):
-    """`keys` with its join hint, decided once for every table it restates."""
-    return broadcast_if_small(keys)(keys)
 
 
 def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult:

@@ -33,9 +33,10 @@ class Plan:
     last_event_time: int | None
     result: RunResult
     history_records: int = 0  # the records the lake's runs read before this one
-    path: str = "auto"  # the run's path (config.RUN_PATHS): `auto` lets its size decide
+    path: str = "auto"  # the run's path asked for (config.RUN_PATHS): `auto` lets its size decide
     full_listing: bool = False  # whether its files were found by a full listing (lake/discovery.py)
     held: dict[str, str] = field(default_factory=dict)  # stream -> its lowest listed file that could not be read
+    backend: str = "spark"  # where its stages run (run/backends: `choose`), named once when it is planned
 
     @property
     def interpreted(self) -> bool:
@@ -73,7 +74,7 @@ class Plan:
         return cls(raw["run_id"], [LandingFile(**f) for f in raw["files"]], raw["versions"],
                    raw["max_quarantine_ratio"], raw["last_event_time"], RunResult(**raw["result"]),
                    raw.get("history_records", 0), raw.get("path", "auto"), raw.get("full_listing", False),
-                   raw.get("held", {}))
+                   raw.get("held", {}), raw.get("backend", "spark"))
 
 
 class MemoryStore:

@@ -1,4 +1,5 @@
-"""Join hints: a run's small frames are broadcast, so the history they meet is not shuffled."""
+"""Join hints: a run's small frames are broadcast, so the history they meet is not shuffled;
+and a checkpoint that forgets its plan's size estimate (`without_estimate`)."""
 
 from __future__ import annotations
 
@@ -21,3 +22,12 @@ def broadcast_if_small(*frames: DataFrame):
 def hint_for(rows: int):
     """The hint for a frame of `rows` rows: `F.broadcast` up to `BROADCAST_ROWS`, else the identity."""
     return F.broadcast if rows <= BROADCAST_ROWS else (lambda df: df)
+
+
+def without_estimate(df: DataFrame) -> DataFrame:
+    """`df` checkpointed, with Spark's default size estimate rather than its plan's: an
+    estimate carried through self-joins round after round grows past what the planner can
+    multiply in reasonable time (docs/performance.md, *Key groups*)."""
+    checkpoint = df.localCheckpoint()._jdf
+    spark = df.sparkSession
+    return DataFrame(spark._jsparkSession.createDataFrame(checkpoint.rdd(), checkpoint.schema()), spark)

@@ -14,16 +14,16 @@ them from the whole history. ("Group" alone is rule 3's group of opens.)
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from correlake.config import COMPONENTS_ON_DRIVER
 from correlake.contract.enums import ELEMENT_LEFT, INSTANCE_ENDED, SUBSCRIPTION_OPENED
 from correlake.contract.schemas import SCOPE
 from correlake.semantics.start_events import started_message_key_sql
 
-MAX_ROUNDS = 64  # of `_components`: it takes about log2 of the longest chain of links
-NEIGHBOUR_ROUNDS = 3  # its first rounds, the cheaper kind
+Components = Callable[[DataFrame], DataFrame]  # edges (tenant_id, a, b) -> (tenant_id, node, root)
 
 
 def started_message_key(instance_key: str):
@@ -50,36 +50,20 @@ def started_links(opens: DataFrame, messages: DataFrame) -> DataFrame:
             .select("tenant_id", F.col("correlation_key").alias("a"), "b"))
 
 
-def _components(edges: DataFrame, on_driver_max: int = COMPONENTS_ON_DRIVER) -> DataFrame:
-    """(tenant_id, node, root) for every node of undirected `edges` (tenant_id, a, b):
-    root is the smallest node of its connected component.
+def both_ways(edges: DataFrame) -> DataFrame:
+    """Undirected `edges` (tenant_id, a, b) as directed ones, each way once."""
+    return edges.unionByName(edges.select("tenant_id", F.col("b").alias("a"), F.col("a").alias("b"))).distinct()
 
-    Up to `on_driver_max` edges (an hourly run's few new links), the driver solves them
-    by union-find (`smallest_roots`): one collect instead of a Spark round's jobs.
-    Otherwise every node has a parent, a node of its component no larger than itself; when a round
-    changes no parent, every node's parent is its component's smallest node. The first
-    rounds pass the smallest parent among a node's neighbours (enough for the small
-    key groups of most runs: two rounds); later ones are FastSV's (Zhang, Azad and Hu,
-    2020), in which whole trees merge and halve in height, so that a chain of n links
-    takes about log2(n) rounds (100,000 links: 19) rather than n."""
-    edges = edges.unionByName(edges.select("tenant_id", F.col("b").alias("a"), F.col("a").alias("b"))) \
-        .distinct().localCheckpoint()
-    if len(few := edges.limit(on_driver_max + 1).collect()) <= on_driver_max:
-        return edges.sparkSession.createDataFrame(smallest_roots(few), "tenant_id string, node string, root string")
-    parent = edges.select("tenant_id", F.col("a").alias("node"), F.col("a").alias("parent")).distinct() \
-        .localCheckpoint()
-    for rounds in range(MAX_ROUNDS):
-        if rounds < NEIGHBOUR_ROUNDS:
-            new = _from_neighbours(edges, parent).localCheckpoint()
-        else:
-            new = _without_estimate(_fastsv(edges, parent))
-        # isEmpty, not a LIMIT's count: Spark would compile that query's class anew in each round
-        unchanged = (new.join(parent.withColumnRenamed("parent", "old"), ["tenant_id", "node"])
-                     .where(F.col("parent") != F.col("old")).isEmpty())
-        parent = new
-        if unchanged:
-            return parent.withColumnRenamed("parent", "root")
-    raise RuntimeError("key groups did not converge")
+
+def first_parents(edges: DataFrame) -> DataFrame:
+    """(tenant_id, node, parent): each node of directed `edges` its own parent, as rounds start."""
+    return edges.select("tenant_id", F.col("a").alias("node"), F.col("a").alias("parent")).distinct()
+
+
+def changed_parents(new: DataFrame, parent: DataFrame) -> DataFrame:
+    """The nodes whose parent a round changed (none: every parent is its component's smallest node)."""
+    return (new.join(parent.withColumnRenamed("parent", "old"), ["tenant_id", "node"])
+            .where(F.col("parent") != F.col("old")))
 
 
 def smallest_roots(edges: list) -> list[tuple[str, str, str]]:
@@ -100,14 +84,14 @@ def smallest_roots(edges: list) -> list[tuple[str, str, str]]:
     return [(tenant, node, find((tenant, node))[1]) for tenant, node in list(parent)]
 
 
-def _from_neighbours(edges: DataFrame, parent: DataFrame) -> DataFrame:
+def from_neighbours(edges: DataFrame, parent: DataFrame) -> DataFrame:
     """A round in which each node takes the smallest parent of itself and its neighbours."""
     offered = (edges.join(parent.withColumnRenamed("node", "b"), ["tenant_id", "b"])
                .select("tenant_id", F.col("a").alias("node"), "parent"))
     return parent.unionByName(offered).groupBy("tenant_id", "node").agg(F.min("parent").alias("parent"))
 
 
-def _fastsv(edges: DataFrame, parent: DataFrame) -> DataFrame:
+def fastsv(edges: DataFrame, parent: DataFrame) -> DataFrame:
     """A FastSV round: each node takes the smallest of its grandparent and its
     neighbours' grandparents, and offers the latter to its parent as well."""
     grand = parent.join(parent.select("tenant_id", F.col("node").alias("parent"), F.col("parent").alias("grand")),
@@ -121,28 +105,19 @@ def _fastsv(edges: DataFrame, parent: DataFrame) -> DataFrame:
     return offers.groupBy("tenant_id", "node").agg(F.min("offer").alias("parent"))
 
 
-def _without_estimate(df: DataFrame) -> DataFrame:
-    """`df` checkpointed, with Spark's default size estimate rather than its plan's.
-
-    A checkpoint keeps the size estimate of the plan it computed, and a join's estimate
-    is the product of its sides'. Carried from round to round of `_components`, which
-    joins the parents with themselves, it would gain digits fourfold a round: by the
-    tenth, the planner multiplies numbers of millions of digits for minutes."""
-    checkpoint = df.localCheckpoint()._jdf
-    spark = df.sparkSession
-    return DataFrame(spark._jsparkSession.createDataFrame(checkpoint.rdd(), checkpoint.schema()), spark)
-
-
 def linking(links: DataFrame) -> DataFrame:
     """The `links` (tenant_id, a, b) between two different keys (a key linked to itself links nothing)."""
     return links.where(F.col("a") != F.col("b"))
 
 
-def grow_key_groups(key_groups: DataFrame, links: DataFrame) -> DataFrame:
+def grow_key_groups(key_groups: DataFrame, links: DataFrame, components: Components) -> DataFrame:
     """The rows of the key group table that `links` (tenant_id, a, b; from `linking`) add or change.
 
     Key groups only merge: every key group a link touches joins the key group of the
     smallest label among them, and its keys (its label included) get that label.
+    `components(edges)`: (tenant_id, node, root), root the smallest node of the node's
+    connected component of `edges` (the Spark backend's rounds of `from_neighbours` and
+    `fastsv`, or `smallest_roots` on the driver).
     """
     keys = links.select("tenant_id", F.col("a").alias("correlation_key")).unionByName(
         links.select("tenant_id", F.col("b").alias("correlation_key"))).distinct()
@@ -152,7 +127,7 @@ def grow_key_groups(key_groups: DataFrame, links: DataFrame) -> DataFrame:
     merged = (links.join(label_of("a"), ["tenant_id", "a"]).join(label_of("b"), ["tenant_id", "b"])
               .select("tenant_id", F.col("la").alias("a"), F.col("lb").alias("b"))
               .where(F.col("a") != F.col("b")).distinct())
-    moved = _components(merged).where(F.col("node") != F.col("root"))
+    moved = components(merged).where(F.col("node") != F.col("root"))
     roots = moved.select("tenant_id", F.col("node").alias("correlation_key"), F.col("root").alias("label"))
     members = (key_groups.join(moved.withColumnRenamed("node", "label"), ["tenant_id", "label"])
                .select("tenant_id", "correlation_key", F.col("root").alias("label")))

@@ -3,7 +3,7 @@ and the deployments (rule 18)."""
 
 from __future__ import annotations
 
-from operator import itemgetter
+from collections.abc import Callable
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -11,7 +11,7 @@ from pyspark.sql import functions as F
 from correlake.contract.enums import PROCESS_DEPLOYED
 from correlake.contract.schemas import MESSAGE_FIELDS, L, S, T, struct
 from correlake.semantics.uniqueness import dedup_messages
-from correlake.transforms.sequential import sequential_pass, sequential_pass_on_driver
+from correlake.transforms.sequential import sequential_pass
 
 SILVER_MESSAGE = struct(
     ("message_key", L), ("tenant_id", S), ("name", S), ("correlation_key", S), ("message_id", S),
@@ -37,11 +37,12 @@ def pair_key(first: str, second: str):
     return F.concat(F.length(first).cast("string"), F.lit(":"), F.col(first), F.col(second))
 
 
-def accepted_messages(messages: DataFrame, on_driver: bool = False) -> DataFrame:
+def accepted_messages(messages: DataFrame, sequential: Callable = sequential_pass) -> DataFrame:
     """Silver messages: every distinct message with `duplicate_of` (null when accepted).
 
     `messages`: distinct bronze messages, covering whole (tenant_id, correlation_key)s;
-    `on_driver`: rule 7's pass in this process (a small run), else in Spark's workers.
+    `sequential`: what runs rule 7's pass over each key's rows (`sequential_pass`'s
+    signature: in Spark's workers, or in the driver for a small run's few).
     """
     shaped = messages.select(*[millis(c).alias(c) if c == "published_at" else F.col(c) for c in _DEDUP_IN])
     shaped = shaped.withColumn("_key", pair_key("tenant_id", "correlation_key"))
@@ -51,8 +52,7 @@ def accepted_messages(messages: DataFrame, on_driver: bool = False) -> DataFrame
             yield {"position": position, "duplicate_of": duplicate_of}
 
     with_ids = shaped.where(F.col("message_id").isNotNull())
-    verdicts = (sequential_pass_on_driver(with_ids, "_key", itemgetter(*_DEDUP_ORDER), _DEDUP_OUT, per_key)
-                if on_driver else sequential_pass(with_ids, "_key", _DEDUP_ORDER, _DEDUP_OUT, per_key))
+    verdicts = sequential(with_ids, "_key", _DEDUP_ORDER, _DEDUP_OUT, per_key)
     return (messages.join(verdicts, "position", "left")
             .select(F.col("position").alias("message_key"), "tenant_id", "name", "correlation_key",
                     "message_id", "published_at", "ttl_ms",

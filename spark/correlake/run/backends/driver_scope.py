@@ -1,13 +1,13 @@
-"""The small-run path's plan (docs/design.md, *The small-run path*): the key groups a run's
-new records touch, their keys, message records and routed events, worked out in the
-driver process from delta-rs lookups in the run's snapshot of silver (files skipped by
-their statistics where they can be), not through Spark's joins with silver's key columns.
+"""The driver backend's scope: the key groups a small run's new records touch, their keys,
+message records and routed events, worked out in this process from delta-rs lookups in the
+run's snapshot of silver (files skipped by their statistics where they can be), not
+through Spark's joins with silver's key columns.
 
-It applies the rules of `transforms/scope.py` and `transforms/key_groups.py` (which
-links join keys into key groups, which key groups a record touches, which events reach
-a key group) to the few rows a small run touches: the differential and property tests
-run both paths, forced, and compare their gold. `plan` gives None when the run is not
-small (then Spark's path plans it).
+These are the twins, over Python sets of the few rows a small run touches, of the rules of
+`transforms/scope.py` and `transforms/key_groups.py` that the Spark backend applies
+(`spark_scope.recompute`); each function names its twin. The property test compares both
+backends' scopes of every small run, and the backends' contract test their outputs.
+`plan` raises TooLargeForDriver past its room (then the Spark backend plans the run).
 """
 
 from __future__ import annotations
@@ -21,16 +21,16 @@ from typing import TYPE_CHECKING, NamedTuple
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
-from correlake.config import SMALL_RUN_MAX_RECORDS
 from correlake.contract.enums import ELEMENT_LEFT, INSTANCE_ENDED, PROCESS_DEPLOYED, SUBSCRIPTION_OPENED
 from correlake.contract.schemas import MESSAGE_FIELDS
 from correlake.lake import deltars
+from correlake.run.backends.base import TooLargeForDriver
 from correlake.semantics.start_events import START_PREFIX, started_message_key
 from correlake.transforms.key_groups import smallest_roots
 from correlake.transforms.scope import EVENT_KEYS, MESSAGE_KEYS
 
 if TYPE_CHECKING:
-    from correlake.run.staged import StagedRun
+    from correlake.run.backends.base import Run
 
 
 class EventKeys(NamedTuple):
@@ -71,9 +71,9 @@ class SmallPlan:
 
 class _Silver:
     """Silver's rows in the run's snapshot, looked up by delta-rs (none before a first run),
-    with the run's new records: what Spark's path joins with silver's key columns."""
+    with the run's new records: what the Spark backend joins with silver's key columns."""
 
-    def __init__(self, run: StagedRun, history: bool, messages: list[MessageKeys], events: list[EventKeys]):
+    def __init__(self, run: Run, history: bool, messages: list[MessageKeys], events: list[EventKeys]):
         def table(name):
             return deltars.table(run.lake_dir, name, run.plan.versions[name]) if history else None
         self.messages_table, self.events_table = table("silver_messages"), table("silver_workflow_events")
@@ -191,33 +191,27 @@ def _labelled(opens: Iterable[EventKeys], messages: Iterable[MessageKeys], label
     return by_position, owners, instances, starts
 
 
-def plan(run: StagedRun, new_messages: DataFrame, new_events: DataFrame, history: bool, redeployed: bool
-         ) -> SmallPlan | None:
-    """The run's path chosen (config.RUN_PATHS) and, on the small path, its plan; None for
-    Spark's: forced, or the run holds more than SMALL_RUN_MAX_RECORDS engine records (its
-    touched key groups' messages and routed events), or the lake has no key group table yet
-    (a lake from before it: Spark's path writes it). `new_messages`: distinct new message
-    records; `new_events`: new silver workflow events; `history`: whether silver's tables
-    are read (not a first run, not a rebuild); `redeployed`: whether there are new deployments."""
-    if run.plan.path == "spark":
-        return None
-    room = None if run.plan.path == "small" else SMALL_RUN_MAX_RECORDS
+def plan(run: Run, new_messages: DataFrame, new_events: DataFrame, history: bool, redeployed: bool,
+         room: int | None) -> SmallPlan:
+    """The run's scope, planned here: TooLargeForDriver if it holds more than `room` engine
+    records (its new records, its touched key groups' keys, their messages and routed
+    events; None: no bound). `new_messages`: distinct new message records; `new_events`: new
+    silver workflow events; `history`: whether silver's tables are read (not a first run,
+    not a rebuild); `redeployed`: whether there are new deployments."""
     new = [_fetched(frame, room) for frame in (new_messages.select(*MESSAGE_FIELDS), new_events)]
-    if any(rows is None for rows in new) or room is not None and sum(rows.num_rows for rows in new) > room:
-        return None
+    if room is not None and sum(rows.num_rows for rows in new) > room:
+        raise TooLargeForDriver(f"more than {room} new records")
     new_messages, new_events = new
     silver = _Silver(run, history, _keys(new_messages, MESSAGE_KEYS, MessageKeys),
                      _keys(new_events, EVENT_KEYS, EventKeys))
-    if history and silver.key_groups_table is None:  # a lake from before the key group table: Spark's path
-        return None
     changes, touched = _touched(silver, _deployed_names(run, new_events, history) if redeployed else set())
     scope = _scope(silver, changes, touched)
     if room is not None and len(scope) > room:
-        return None
+        raise TooLargeForDriver(f"more than {room} touched keys")
     records = _message_records(silver, new_messages, {(t, k) for t, k, _ in scope})
     routed = _routed(silver, scope, records)
     if room is not None and len(routed) + records.num_rows > room:
-        return None
+        raise TooLargeForDriver(f"more than {room} engine records")
     return SmallPlan(changes, scope, records, _routed_events(silver, routed, new_events))
 
 
@@ -226,15 +220,14 @@ def _keys(rows: pa.Table, columns: list[str], kind: type) -> list:
     return [kind(*row) for row in deltars.tuples(rows.select(columns))]
 
 
-def _fetched(frame: DataFrame, room: int | None) -> pa.Table | None:
-    """`frame`'s rows, None if more than `room`."""
-    rows = (frame if room is None else frame.limit(room + 1)).toArrow()
-    return None if room is not None and rows.num_rows > room else rows
+def _fetched(frame: DataFrame, room: int | None) -> pa.Table:
+    """`frame`'s rows, at most one more than `room`."""
+    return (frame if room is None else frame.limit(room + 1)).toArrow()
 
 
 def _touched(silver: _Silver, named: set[tuple[str, str]]) -> tuple[list[tuple[str, str, str]], set[tuple[str, str]]]:
     """(the key group rows the new records add or change, the (tenant_id, label) of every key
-    group they can change): `scope._new_links` and `scope._touched`, or, with no history,
+    group they can change): `scope.new_links` and `scope.touched_groups`, or, with no history,
     every link and every key of the records. `named`: (tenant, message name) of the start
     events of new deployments, whose messages' key groups they touch."""
     new_opens = [e for e in silver.new_events if e.type == SUBSCRIPTION_OPENED]
@@ -269,9 +262,9 @@ def _labels_after(silver: _Silver, changes: list, keys: set[tuple[str, str]]) ->
     return {key: after.get(key, label) for key, label in silver.labels(keys).items()}
 
 
-def _deployed_names(run: StagedRun, new_events: pa.Table, history: bool) -> set[tuple[str, str]]:
+def _deployed_names(run: Run, new_events: pa.Table, history: bool) -> set[tuple[str, str]]:
     """(tenant_id, name) of the message start events of every deployment, old or new, of the
-    processes the run's new records deploy (`scope._touched`)."""
+    processes the run's new records deploy (`scope.touched_groups`)."""
     deployed = [(t, p, names) for t, kind, p, names in deltars.tuples(new_events.select(
         ["tenant_id", "type", "bpmn_process_id", "message_start_events"])) if kind == PROCESS_DEPLOYED]
     processes = {(t, p) for t, p, _ in deployed}
@@ -286,7 +279,7 @@ def _deployed_names(run: StagedRun, new_events: pa.Table, history: bool) -> set[
 
 def _scope(silver: _Silver, changes: list, touched: set[tuple[str, str]]) -> list[tuple[str, str, str]]:
     """(tenant_id, correlation_key, label) of every key of the touched key groups, after the
-    changes (a key in no key group is its own): `scope._scope`."""
+    changes (a key in no key group is its own): `scope.scope_keys`."""
     changed = {(t, k) for t, k, _ in changes}
     rows = {r for r in silver.key_group_rows("label", touched) if (r[0], r[1]) not in changed}
     rows |= {r for r in changes if (r[0], r[2]) in touched}
@@ -303,21 +296,21 @@ def _message_records(silver: _Silver, new: pa.Table, keys: set[tuple[str, str]])
 def _routed(silver: _Silver, scope: list[tuple[str, str, str]], records: pa.Table) -> set[tuple[int, str]]:
     """(position, label) of every workflow event, silver's or new, that acts on a touched key
     group: the opens of its keys, and the ends and leavings of their instances and elements
-    and of the instances its messages started (`scope.recompute`'s routing)."""
+    and of the instances its messages started (`spark_scope.recompute`'s routing)."""
     label = {(t, k): lb for t, k, lb in scope}
     opens = silver.events("correlation_key", set(label), SUBSCRIPTION_OPENED)
     messages = _keys(records, MESSAGE_KEYS, MessageKeys)
     lookups = _labelled(opens, messages, lambda t, k: label[(t, k)])
-    starts = lookups[3]
-    events = [*opens, *silver.events("element_instance_key", set(lookups[1]), ELEMENT_LEFT),
-              *silver.events("process_instance_key", set(lookups[2]), INSTANCE_ENDED),
+    _, owners, instances, starts = lookups
+    events = [*opens, *silver.events("element_instance_key", set(owners), ELEMENT_LEFT),
+              *silver.events("process_instance_key", set(instances), INSTANCE_ENDED),
               *[e for e in silver.started_events if e.type == INSTANCE_ENDED
                 and (e.tenant_id, started_message_key(e.process_instance_key)) in starts]]
     return {(position, lb) for position, _, lb in _route(events, *lookups)}
 
 
 def _routed_events(silver: _Silver, routed: set[tuple[int, str]], new_events: pa.Table) -> pa.Table:
-    """The routed workflow events, one row per (event, label) as Spark's path joins them: of
+    """The routed workflow events, one row per (event, label) as the Spark backend joins them: of
     the run's new events and silver's, read at the routed positions."""
     positions = {p for p, _ in routed}
     events = new_events.filter(pa.array([p in positions for p in new_events["position"].to_pylist()], pa.bool_()))

@@ -1,0 +1,96 @@
+"""The interface of the run's backends (`run/backends/`): what a run asks of its execution
+(`Backend`), what a backend needs of the run (`Run`), the scope it plans (`Scope`), and the
+exception by which the driver backend gives a run to Spark (`TooLargeForDriver`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from pyspark.sql import DataFrame
+
+from correlake.config import SMALL_RUN_MAX_RECORDS
+from correlake.errors import CorrelakeError
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+    from correlake.run.result import RunResult
+    from correlake.run.store import Plan
+    from correlake.transforms.scope import HistoryKeys
+
+DRIVER, SPARK = "driver", "spark"  # Plan.backend
+FORCED = {"small": DRIVER, "spark": SPARK}  # CORRELAKE_RUN_PATH (config.RUN_PATHS) other than `auto`
+
+
+class Run(Protocol):
+    """What a backend reads of its run (`staged.StagedRun`)."""
+    spark: SparkSession
+    lake_dir: str
+    plan: Plan
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def result(self) -> RunResult: ...
+
+    def frame(self, name: str) -> DataFrame:
+        """A frame an earlier stage of the run put in its store."""
+
+    def history(self, name: str) -> DataFrame | None:
+        """A lake table as of the run's snapshot (None: none)."""
+
+
+class TooLargeForDriver(CorrelakeError):
+    """The run touches more than the driver backend has room for: it runs on Spark."""
+
+
+@dataclass
+class Scope:
+    """What the new records touch: the key group rows they add or change, the touched key
+    groups' keys (KEY_GROUPS), their distinct message records (MESSAGE_FIELDS) and their
+    routed workflow events (with `label`), and how many key groups that is."""
+    key_group_changes: DataFrame
+    touched_keys: DataFrame
+    message_records: DataFrame
+    routed: DataFrame
+    touched_groups: int
+    history_after: Callable[[DataFrame], HistoryKeys] | None = None  # silver's key columns after the publish
+
+
+class Backend(Protocol):
+    """What a run asks of its execution; `driver.Driver` and `spark.Spark` implement it."""
+    name: str
+
+    def plan_scope(self, new_messages: DataFrame, new_events: DataFrame, deployments: DataFrame,
+                   redeployed: bool) -> Scope:
+        """The run's scope (`transforms/scope.py`'s rules) from its new records."""
+
+    def accepted_messages(self, records: DataFrame) -> DataFrame:
+        """Silver's messages of the scope's records: rule 7's pass (`silver.accepted_messages`)."""
+
+    def run_engine(self, events: DataFrame, deployments: dict[str, list[dict]]) -> DataFrame:
+        """The engine over the touched key groups' records (`gold.run_engine`'s output)."""
+
+    def touched(self):
+        """The run's touched (tenant_id, correlation_key)s, in the form `restate` and `refreshed` take."""
+
+    def refreshed(self, rows: DataFrame, crossed: DataFrame, touched) -> DataFrame:
+        """`rows` with the `crossed` rows of keys not `touched` (a status refresh in the same MERGE)."""
+
+    def restate(self, name: str, rows: DataFrame, touched, keys: list[str]) -> None:
+        """The MERGE of `lake/restate.py` making table `name`'s rows of the `touched` keys (None:
+        the keys of `rows`) exactly `rows`, its source of the rows that change computed here."""
+
+    def outbox_of_touched(self) -> DataFrame | None:
+        """The outbox's past events of the touched keys if this backend looks them up by key, else None."""
+
+    def append(self, df: DataFrame, name: str) -> None:
+        """Add the run's new rows `df` to table `name`."""
+
+
+def driver_room(plan: Plan) -> int | None:
+    """The engine records the driver backend takes before it gives the run to Spark (None: forced, no bound)."""
+    return None if plan.path in FORCED else SMALL_RUN_MAX_RECORDS

@@ -1,0 +1,83 @@
+"""The Spark backend: a run's work as Spark jobs over silver's key columns (docs/design.md,
+*Backends*): the scope rules of `transforms/scope.py` as joins, rule 7 and the engine in
+Spark's Python workers, the restating MERGEs' sources joined, each frame read again
+checkpointed and each small one broadcast. Its twin is `driver.Driver`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import DataFrame
+
+from correlake.caches import history_keys
+from correlake.config import table_path
+from correlake.contract.schemas import SCOPE
+from correlake.lake import restate as restating
+from correlake.lake import tables
+from correlake.run.backends.base import SPARK, Scope
+from correlake.run.backends.spark_scope import recompute
+from correlake.runtime.hints import broadcast_if_small
+from correlake.transforms import gold, silver
+from correlake.transforms.scope import HistoryKeys, message_records
+from correlake.transforms.sequential import sequential_pass
+
+if TYPE_CHECKING:
+    from correlake.run.backends.base import Run
+
+
+def hinted(keys: DataFrame) -> DataFrame:
+    """`keys` with its join hint, decided once for every table it restates."""
+    return broadcast_if_small(keys)(keys)
+
+
+class Spark:
+    """The `Backend` of a run planned on Spark (`backends.choose`), or given to it by the driver."""
+    name = SPARK
+
+    def __init__(self, run: Run):
+        self.run = run
+
+    def plan_scope(self, new_messages: DataFrame, new_events: DataFrame, deployments: DataFrame,
+                   redeployed: bool) -> Scope:
+        """`scope.recompute` over silver's key columns (as this process cached them, or read)."""
+        run = self.run
+        old = (lambda name: None) if run.result.rebuild else run.history  # noqa: E731
+        old_messages = old("silver_messages")
+        old_messages = None if old_messages is None else message_records(old_messages)
+        old_events = old("silver_workflow_events")
+        if old_messages is None and old_events is None:  # a first run, a rebuild
+            keys = None
+        elif (keys := history_keys.cached(run.lake_dir, run.plan.versions)) is None:
+            old_key_groups = old("key_groups")  # read now: each lookup joins it
+            keys = HistoryKeys.read(old_messages, old_events,
+                                    None if old_key_groups is None else old_key_groups.localCheckpoint())
+        work = recompute(new_messages, new_events, old_messages, old_events, keys, deployments, redeployed)
+        return Scope(work.key_group_changes, work.scope, work.message_records, work.routed,
+                     work.scope.select("tenant_id", "label").distinct().count(), work.history_after)
+
+    def accepted_messages(self, records: DataFrame) -> DataFrame:
+        return silver.accepted_messages(records, sequential_pass)
+
+    def run_engine(self, events: DataFrame, deployments: dict[str, list[dict]]) -> DataFrame:
+        return gold.run_engine(events, deployments).localCheckpoint()  # gold's tables each read it
+
+    def touched(self) -> DataFrame:
+        return hinted(self.run.frame("touched_keys").select(*SCOPE))
+
+    def refreshed(self, rows: DataFrame, crossed: DataFrame, touched: DataFrame) -> DataFrame:
+        outside = crossed.join(touched, SCOPE, "left_anti")
+        return rows.unionByName(outside.select(*rows.columns)).localCheckpoint()  # `changes` reads it twice
+
+    def restate(self, name: str, rows: DataFrame, touched: DataFrame | None, keys: list[str]) -> None:
+        """The MERGE's source joined (`lake/restate.changes`), checkpointed and counted."""
+        spark, path = self.run.spark, table_path(self.run.lake_dir, name)
+        touched = hinted(rows.select(*SCOPE)) if touched is None else touched
+        source = restating.changes(spark.read.format("delta").load(path), rows, touched, keys).localCheckpoint()
+        restating.merge(spark, path, source, source.count(), rows.columns, keys)
+
+    def outbox_of_touched(self) -> None:
+        """None: the outbox is joined with the scope (`run/outbox.new_events`)."""
+        return None
+
+    def append(self, df: DataFrame, name: str) -> None:
+        tables.append(df, self.run.lake_dir, name, self.run.run_id)
