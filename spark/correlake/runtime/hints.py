@@ -27,7 +27,7 @@ def hint_for(rows: int):
 def without_estimate(df: DataFrame) -> DataFrame:
     """`df` checkpointed, with Spark's default size estimate rather than its plan's: an
     estimate carried through self-joins round after round grows past what the planner can
-    multiply in reasonable time (docs/performance.md, *Key groups*)."""
+    multiply in reasonable time (docs/performance.md, *What the code does for speed*)."""
     checkpoint = df.localCheckpoint()._jdf
     spark = df.sparkSession
     return DataFrame(spark._jsparkSession.createDataFrame(checkpoint.rdd(), checkpoint.schema()), spark)
