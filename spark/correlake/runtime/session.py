@@ -23,7 +23,7 @@ from correlake.runtime.signals import interrupt_quietly
 
 def get_spark(settings: SparkSettings | None = None, dump_classes_to: Path | None = None):
     """Return the active SparkSession, creating it with Delta enabled if needed (its JVM
-    writing its class archive to `dump_classes_to` as it exits: `class_archive.build`)."""
+    writing its class archive to `dump_classes_to` as it exits: `driver/archive.build`)."""
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
