@@ -18,7 +18,7 @@ LAYERS = (
     ("driver",),  # the long-lived driver: transport, client, server, warm-up, the kept driver
     ("analysis",),  # what analysts ask of a lake: sql, report, explain (served by a driver)
     ("run",),  # a run's stages, its write and publish, maintenance
-    ("caches",),  # what a process keeps from one run to the next
+    ("caches",),  # what a process caches from one run to the next
     ("quality",),
     ("transforms",),
     ("delivery",),
