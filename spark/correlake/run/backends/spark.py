@@ -39,7 +39,7 @@ class Spark:
 
     def plan_scope(self, new_messages: DataFrame, new_events: DataFrame, deployments: DataFrame,
                    redeployed: bool) -> Scope:
-        """`scope.recompute` over silver's key columns (as this process cached them, or read)."""
+        """`spark_scope.recompute` over silver's key columns (as this process cached them, or read)."""
         run = self.run
         old = (lambda name: None) if run.result.rebuild else run.history  # noqa: E731
         old_messages = old("silver_messages")
