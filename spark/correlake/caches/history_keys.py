@@ -1,11 +1,11 @@
 """The history-key cache: the key columns of silver (`transforms.scope.HistoryKeys`), held
 in the process from one run of a lake to its next.
 
-Each run on Spark's path looks up the key groups its new records touch in them (a small
-run looks them up with delta-rs instead, and caches nothing). Read from the lake,
+Each run on the Spark backend looks up the key groups its new records touch in them (a run
+on the driver backend looks them up with delta-rs instead, and caches nothing). Read from the lake,
 they cost a Delta read and a checkpoint of every row of silver per run, growing with
-the lake. A process that runs one lake again (the warm driver, `correlake serve`, a
-warm benchmark) caches them, as frames of its last run's checkpoints, as that run's publish
+the lake. A process that runs one lake again (a long-lived driver, a warm benchmark)
+caches them, as frames of its last run's checkpoints, as that run's publish
 left them: the next run uses them only if that publish is still the lake's last one
 (`_state/published.json` names it; a refresh of statuses, which leaves silver as it
 is, carries them over) and silver's tables are at the versions it wrote;
