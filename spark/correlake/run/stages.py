@@ -27,12 +27,9 @@ def _bronze(run: StagedRun) -> None:
     result.ingested_at = int(time.time() * 1000)
     meta = {"_ingested_at": F.timestamp_millis(F.lit(result.ingested_at)), "_run_id": F.lit(run.run_id)}
     history = {s: b for s, name in BRONZE_TABLES.items() if (b := run.history(name)) is not None}
-    parsed = bronze.parse_landing(spark, run.plan.files)
-    if history:
-        parsed = parsed.localCheckpoint()  # its position ranges narrow the read of bronze
-        known = bronze.known_records(parsed, history)
-    else:
-        known = spark.createDataFrame([], bronze.KNOWN)
+    # parsed once: its position ranges narrow the read of bronze, its identities tell whether any repeats
+    parsed = bronze.parse_landing(spark, run.plan.files).localCheckpoint()
+    known = bronze.known_records(parsed, history) if history else spark.createDataFrame([], bronze.KNOWN)
     classified = bronze.classify(parsed, known).localCheckpoint()
     result.count_lines(bronze.line_counts(classified), run.plan.last_event_time)
     for s, name in BRONZE_TABLES.items():

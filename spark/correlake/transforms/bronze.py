@@ -235,14 +235,17 @@ def classify(parsed: DataFrame, known: DataFrame) -> DataFrame:
     `known`: records already in bronze (`KNOWN`). The record that stands for an identity
     (position, and partition of an exporter record) is the known one, else the first of this
     run by (file path, line); an equal record is a replay, a different one a conflict.
-    One pass over `parsed` (bad lines have no position: they stay as they are).
+    One pass over `parsed` (bad lines have no position: they stay as they are); none over its
+    whole rows when no identity comes twice (`_collides`).
     """
     ok = F.col("reason").isNull()
+    keyed = parsed.withColumn("_partition", _partition(parsed))
+    if not _collides(keyed.where(ok).select(*_IDENTITY), known):  # every record new: no window over whole rows
+        return keyed.withColumn("_is_replay", F.lit(False)).drop("_partition")
     w = Window.partitionBy(*_IDENTITY, ok).orderBy("_source_file", "_line")
     entry = lambda h, f, n: F.struct(F.col(h).alias("h"), F.col(f).alias("f"), F.col(n).alias("l"))  # noqa: E731
     k = known.select(*_IDENTITY, entry("_record_hash", "_source_file", "_line").alias("_known"))
-    rows = (parsed.withColumn("_partition", _partition(parsed))
-                  .withColumn("_first", F.first(entry("_record_hash", "_source_file", "_line")).over(w))
+    rows = (keyed.withColumn("_first", F.first(entry("_record_hash", "_source_file", "_line")).over(w))
                   .withColumn("_rank", F.row_number().over(w))
                   .join(k, _IDENTITY, "left"))
     standing = F.coalesce(F.col("_known"), F.col("_first"))
@@ -256,6 +259,13 @@ def classify(parsed: DataFrame, known: DataFrame) -> DataFrame:
                 .withColumn("reason", F.when(~ok, F.col("reason")).when(is_new | same, F.lit(None))
                             .otherwise(conflict_reason))
                 .drop("_first", "_rank", "_known", "_partition"))
+
+
+def _collides(identities: DataFrame, known: DataFrame) -> bool:
+    """Whether an identity comes twice among `identities` or is `known`: a look at the key
+    columns only (give `identities` of a checkpointed frame: this is a job of its own)."""
+    twice = identities.groupBy(*_IDENTITY).count().where("count > 1").select(*_IDENTITY)
+    return bool(twice.unionByName(identities.join(known.select(*_IDENTITY), _IDENTITY, "left_semi")).take(1))
 
 
 def bronze_records(classified: DataFrame, stream: str) -> DataFrame:
