@@ -80,6 +80,8 @@ def _context(lake: str):
     from great_expectations.data_context.types.base import ProgressBarsConfig
 
     context = gx.get_context(mode="ephemeral")
+    context.variables.save = lambda: None  # GX would write its whole configuration as YAML, at each addition
+    # below, to a store in memory that nothing reads (an ephemeral context's is not kept)
     context.variables.progress_bars = ProgressBarsConfig(globally=False)
     context.add_store("lake_results", {"class_name": "ValidationResultsStore", "store_backend": {
         "class_name": "TupleFilesystemStoreBackend", "base_directory": str(validation_results_dir(lake))}})
