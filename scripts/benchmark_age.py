@@ -1,9 +1,22 @@
-"""Benchmark of a lake's age, landing part (issue 83): the next hour (20 new files) on a
-landing of 40 ingested files and on one of --files (100,000) ingested files, by turns.
+"""Benchmark of a lake's age (issue 83), in two parts, each the same next hour on copies
+of lakes of different ages, by turns.
 
-    .venv/bin/python scripts/benchmark_age.py [--files 100000] [--turns 3] [--out .local/bench-age]
+    .venv/bin/python scripts/benchmark_age.py [--part landing] [--files 100000] [--turns 3] [--out .local/bench-age]
+    .venv/bin/python scripts/benchmark_age.py --part lake [--hours 100] [--records 500] [--turns 2]
 
-Not run by CI. One SparkSession, as on the kept driver; the landings declared ordered
+Not run by CI. One SparkSession, as on the kept driver.
+
+**The lake part**: three lakes of the same hourly workload (`samples/workload.generate`,
+--records messages and as many workflow events an hour over --keys keys): one of 1 hour,
+one of --hourly (24) hourly runs and a `correlake maintain`, one of --hours hours backfilled in one
+run. Each then gets the same next hour (the same records, an hour after its last). Beside
+the time, what the run read and rewrote, which the machine's load does not change
+(`run_metrics.py`): Spark jobs, stages, tasks, files, bytes and rows its scans read (Delta's
+log replays included), the commits past each table's checkpoint and the log's files before
+it, and its MERGEs' target files removed and added and rows copied.
+
+**The landing part**: the next hour (20 new files) on a landing of 40 ingested files and on
+one of --files (100,000) ingested files. The landings declared ordered
 (CORRELAKE_FULL_LISTING_HOURS=24). Each landing gets one real run
 over its first hour (20 files per stream, `samples/workload.micro_batch`). The large
 landing then gets its older files, hourly folders before that hour, and their rows of
@@ -66,17 +79,25 @@ def backfill(landing: Path, lake: str, files: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("landing", "lake"), default="landing")
+    parser.add_argument("--hourly", type=int, default=24, help="lake part: hourly runs of the maintained lake")
+    parser.add_argument("--hours", type=int, default=100, help="lake part: hours of the backfilled lake")
+    parser.add_argument("--records", type=int, default=500, help="lake part: messages (and events) an hour")
+    parser.add_argument("--keys", type=int, default=2500, help="lake part: correlation keys over all hours")
     parser.add_argument("--files", type=int, default=100_000, help="ingested files of the large landing")
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--out", default=str(ROOT / ".local" / "bench-age"))
     args = parser.parse_args()
-    os.environ.setdefault("CORRELAKE_FULL_LISTING_HOURS", "24")  # the landings' paths are lexically ordered
+    out = Path(args.out)
+    shutil.rmtree(out, ignore_errors=True)
+    (lake_part if args.part == "lake" else landing_part)(args, out)
 
+
+def landing_part(args, out: Path) -> None:
+    os.environ.setdefault("CORRELAKE_FULL_LISTING_HOURS", "24")  # the landings' paths are lexically ordered
     from correlake.run import pipeline
     from correlake.runtime.session import get_spark
 
-    out = Path(args.out)
-    shutil.rmtree(out, ignore_errors=True)
     spark = get_spark()
     bases = {}
     for name, older in (("small", 0), ("large", args.files - 40)):
@@ -111,6 +132,78 @@ def main() -> None:
     print("\n".join(lines))
     (out / "report.json").write_text(json.dumps({"files": args.files, "turns": args.turns, "seconds": seconds},
                                                 indent=2))
+
+
+def lake_part(args, out: Path) -> None:
+    from run_metrics import EVENT_LOG_CONF, EventLog, log_state, merges, versions
+
+    events = out / "events"
+    events.mkdir(parents=True)
+    os.environ["CORRELAKE_SPARK_CONF"] = ",".join(filter(None, (os.environ.get("CORRELAKE_SPARK_CONF"),
+                                                                 EVENT_LOG_CONF.format(folder=events))))
+    from correlake.run import pipeline
+    from correlake.run.maintenance import maintain
+    from correlake.runtime.session import get_spark
+    from correlake.samples.workload import BASE_MS, HOUR_MS, generate
+
+    spark, event_log = get_spark(), EventLog(events)
+
+    def land(landing: Path, hour: int, seed: int) -> None:
+        generate(landing, args.records, args.records, "uniform", seed=seed, files=1,
+                 first_position=1 + hour * 10 ** 6, start_ms=BASE_MS + hour * HOUR_MS, key_count=args.keys)
+
+    def run(landing: Path, lake: str):
+        return pipeline.run(spark, str(landing), lake, max_quarantine_ratio=1.0)
+
+    cases = {"1 hour": 1, f"{args.hourly} hourly runs, maintained": args.hourly,
+             f"{args.hours} hours backfilled": args.hours}
+    bases = {}
+    for case, hours in cases.items():
+        landing, lake = out / f"landing-{hours}", str(out / f"lake-{hours}")
+        started = time.perf_counter()
+        hourly = case.startswith(f"{args.hourly} hourly")
+        for hour in range(hours):
+            land(landing, hour, hour + 1)
+            if hourly:
+                run(landing, lake)
+        if hourly:
+            maintain(spark, lake)
+        else:
+            run(landing, lake)
+        land(landing, hours, 10 ** 6)  # the next hour: the same records for every lake
+        bases[case] = (landing, lake)
+        print(f"{case}: built in {time.perf_counter() - started:.1f} s", flush=True)
+    seconds, measures = {case: [] for case in cases}, {}
+    for turn in range(args.turns + 1):  # turn 0 warms up: its time is not counted
+        for case, (landing, lake) in bases.items():
+            copy = str(shutil.copytree(lake, out / "turn-lake"))
+            before, state = versions(copy), log_state(copy)
+            event_log.read()
+            started = time.perf_counter()
+            run(landing, copy)
+            elapsed = round(time.perf_counter() - started, 2)
+            measures[case] = {**event_log.read(), **state, **merges(copy, before)}
+            shutil.rmtree(copy)
+            if turn:
+                seconds[case].append(elapsed)
+            print(f"turn {turn} {case}: {elapsed} s {measures[case]}", flush=True)
+    print(lake_table(seconds, measures))
+    (out / "report.json").write_text(json.dumps({"args": vars(args), "seconds": seconds, "measures": measures},
+                                                indent=2))
+
+
+def lake_table(seconds: dict, measures: dict) -> str:
+    base = statistics.median(next(iter(seconds.values())))
+    columns = ("jobs", "stages", "tasks", "number of files read", "size of files read",
+               "internal.metrics.input.recordsRead", "commits past checkpoints", "log files", "merges",
+               "numTargetFilesRemoved", "numTargetFilesAdded", "numTargetRowsCopied")
+    lines = ["| lake | next hour (s), by turn | ratio of medians | " + " | ".join(columns) + " |",
+             "|---|---|---|" + "---|" * len(columns)]
+    for case, s in seconds.items():
+        cells = [str(measures[case].get(c, 0)) for c in columns]
+        lines.append(f"| {case} | {', '.join(map(str, s))} | {statistics.median(s) / base:.2f}× | "
+                     + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
