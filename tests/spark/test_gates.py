@@ -11,6 +11,7 @@ import time
 from datetime import datetime, timedelta
 from pathlib import Path
 
+import jinja2
 import pytest
 from pyspark.sql import functions as F
 from support.helpers import flock_waiters, write_jsonl
@@ -58,10 +59,12 @@ def test_one_query_counts_each_condition_as_gx_did_row_by_row(spark):
     assert measured["silver"]["repeated_message_key"] == 1
 
 
-def test_validations_and_their_pages_outlive_the_process_until_maintenance_removes_them(spark, tmp_path):
+def test_validations_and_their_pages_outlive_the_process_until_maintenance_removes_them(spark, tmp_path, monkeypatch):
     """A failure names its Data Docs page; the page stays through later validations, in this
     process and in the next (results are kept in the lake), until `correlake maintain` removes
-    validations past its retention, each suite's latest kept. The index lists the latest ones."""
+    validations past its retention, each suite's latest kept. The index lists the latest ones.
+    GX's page templates are compiled once a process (`docs_views`): not again for later pages,
+    nor for a new context's."""
     events = frame(spark, [], "position bigint, tenant_id string, type string, timestamp timestamp, "
                               "element_type string, correlation_key string")
 
@@ -77,6 +80,7 @@ def test_validations_and_their_pages_outlive_the_process_until_maintenance_remov
     with pytest.raises(gates.GateFailed) as exc:
         gates.check("bronze", bronze(-1), lake_dir)
     failed = Path(re.search(r"Data Docs: (\S+\.html)", exc.value.report).group(1))
+    compiled = compilations(monkeypatch)
     gates.check("bronze", bronze(10), lake_dir)
     gx._context.cache_clear()  # as in the next process
     gates.check("bronze", bronze(10), lake_dir)
@@ -95,6 +99,19 @@ def test_validations_and_their_pages_outlive_the_process_until_maintenance_remov
     assert set(indexed()) == {str(pages[2].relative_to(docs))}  # no link to a removed page
     gates.check("bronze", bronze(10), lake_dir)
     assert len(set(indexed())) == 2 and not failed.exists()
+    assert compiled == []
+
+
+def compilations(monkeypatch) -> list:
+    """The names of the Jinja templates compiled from now on."""
+    names, compile_ = [], jinja2.Environment.compile
+
+    def counted(env, source, name=None, *args, **kwargs):
+        names.append(name)
+        return compile_(env, source, name, *args, **kwargs)
+
+    monkeypatch.setattr(jinja2.Environment, "compile", counted)
+    return names
 
 
 HOLD = """import fcntl, os, sys
