@@ -21,6 +21,11 @@ What is replaced (`REPLACED`), and why it is not the product's behaviour:
   plain `localCheckpoint` (a run of more than 10,000 key links could plan for minutes);
 - the table cache of the analyst commands (`lake/table_cache.read`): each table a local
   checkpoint, whatever its size (Connect exposes no plan statistics);
+- a defect of Connect: a frame's `__del__` that releases a checkpoint on the server
+  (`CachedRemoteRelation`) makes a gRPC call from within Python's garbage collection,
+  which can deadlock the process (seen after a run had published: the client waited
+  forever in `threading.start`). It does nothing here; the session is released, and the
+  server frees the checkpoints, when the command ends (`spark.stop`);
 - a defect of Connect: the string columns of `mapInArrow` and `createDataFrame` come back
   as `string collate UTF8_BINARY`, which Delta writes into a table's schema and delta-rs
   refuses; such frames are cast back to `string` in SQL.
@@ -109,8 +114,10 @@ def install(unguarded_sql: bool = False) -> list[str]:
     """Install REPLACED (and, `unguarded_sql`, `correlake sql` without its check); the names
     replaced (a module or attribute the code no longer has is skipped and not named)."""
     from pyspark.sql.connect.dataframe import DataFrame
+    from pyspark.sql.connect.plan import CachedRemoteRelation
     from pyspark.sql.connect.session import SparkSession
 
+    CachedRemoteRelation.__del__ = lambda self: None
     DataFrame.mapInArrow = _plain(DataFrame.mapInArrow)
     SparkSession.createDataFrame = _plain(SparkSession.createDataFrame)
     replaced = []
@@ -131,7 +138,11 @@ def main(argv: list[str]) -> int:
     install(unguarded)
     from correlake.interfaces.cli import main as cli_main
 
-    return cli_main(argv[1:] if unguarded else argv)
+    try:
+        return cli_main(argv[1:] if unguarded else argv)
+    finally:
+        if _session is not None:
+            _session.stop()
 
 
 if __name__ == "__main__":
