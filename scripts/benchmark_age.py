@@ -80,6 +80,7 @@ def backfill(landing: Path, lake: str, files: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("landing", "lake"), default="landing")
+    parser.add_argument("--reuse", action="store_true", help="lake part: keep the lakes --out holds, built before")
     parser.add_argument("--hourly", type=int, default=24, help="lake part: hourly runs of the maintained lake")
     parser.add_argument("--hours", type=int, default=100, help="lake part: hours of the backfilled lake")
     parser.add_argument("--records", type=int, default=500, help="lake part: messages (and events) an hour")
@@ -89,7 +90,8 @@ def main() -> None:
     parser.add_argument("--out", default=str(ROOT / ".local" / "bench-age"))
     args = parser.parse_args()
     out = Path(args.out)
-    shutil.rmtree(out, ignore_errors=True)
+    if not args.reuse:
+        shutil.rmtree(out, ignore_errors=True)
     (lake_part if args.part == "lake" else landing_part)(args, out)
 
 
@@ -138,7 +140,7 @@ def lake_part(args, out: Path) -> None:
     from run_metrics import EVENT_LOG_CONF, EventLog, log_state, merges, versions
 
     events = out / "events"
-    events.mkdir(parents=True)
+    events.mkdir(parents=True, exist_ok=True)
     os.environ["CORRELAKE_SPARK_CONF"] = ",".join(filter(None, (os.environ.get("CORRELAKE_SPARK_CONF"),
                                                                  EVENT_LOG_CONF.format(folder=events))))
     from correlake.run import pipeline
@@ -160,6 +162,9 @@ def lake_part(args, out: Path) -> None:
     bases = {}
     for case, hours in cases.items():
         landing, lake = out / f"landing-{hours}", str(out / f"lake-{hours}")
+        bases[case] = (landing, lake)
+        if args.reuse and os.path.isdir(lake):
+            continue
         started = time.perf_counter()
         hourly = case.startswith(f"{args.hourly} hourly")
         for hour in range(hours):
@@ -171,7 +176,6 @@ def lake_part(args, out: Path) -> None:
         else:
             run(landing, lake)
         land(landing, hours, 10 ** 6)  # the next hour: the same records for every lake
-        bases[case] = (landing, lake)
         print(f"{case}: built in {time.perf_counter() - started:.1f} s", flush=True)
     seconds, measures = {case: [] for case in cases}, {}
     for turn in range(args.turns + 1):  # turn 0 warms up: its time is not counted

@@ -16,7 +16,8 @@ import os
 from collections import Counter
 from pathlib import Path
 
-EVENT_LOG_CONF = "spark.eventLog.enabled=true,spark.eventLog.dir={folder},spark.eventLog.compress=false"
+EVENT_LOG_CONF = ("spark.eventLog.enabled=true,spark.eventLog.dir={folder},spark.eventLog.compress=false,"
+                  "spark.eventLog.rolling.enabled=false")  # one file, read by increments
 SCAN_METRICS = ("number of files read", "size of files read", "internal.metrics.input.recordsRead",
                 "internal.metrics.input.bytesRead")
 MERGE_METRICS = ("numTargetFilesRemoved", "numTargetFilesAdded", "numTargetRowsCopied", "numTargetBytesRemoved")
@@ -30,7 +31,8 @@ class EventLog:
 
     def read(self) -> dict:
         """Jobs, stages, tasks and SCAN_METRICS of the events written since the last call."""
-        path = max(self.folder.iterdir(), key=lambda p: p.stat().st_mtime)
+        path = max((p for p in self.folder.iterdir() if p.is_file() and not p.name.startswith(".")),
+                   key=lambda p: p.stat().st_mtime)
         with open(path, "rb") as f:
             f.seek(self.offset)
             lines = f.read().split(b"\n")

@@ -1,6 +1,6 @@
 """`correlake maintain` on a real lake: files compacted, deletion vectors purged,
-content unchanged, time travel within retention, an explicit zero retention vacuums
-(and removes the gates' old validations), the run lock and the rollback of an unfinished run."""
+content unchanged, time travel within retention, the log's retention set, an explicit zero
+retention vacuums (and removes the gates' old validations), the run lock and the rollback of an unfinished run."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from correlake.lake import journal, lock
 from correlake.lake import tables as lake
 from correlake.lake.sqlfiles import delta_table
 from correlake.run import pipeline
-from correlake.run.maintenance import RETENTION_CHECK, maintain
+from correlake.run.maintenance import LOG_RETENTION, RETENTION_CHECK, maintain
 from correlake.samples.workload import BASE_MS, generate
 
 
@@ -74,6 +74,9 @@ def test_maintenance_compacts_and_changes_no_row(spark, lake_dir):
     assert {name for name, t in tables.items() if t.purged_dvs} == {"silver/messages", "gold/subscriptions"}
     assert [name for name, t in tables.items() if t.dropped_feature] == ["gold/subscriptions"]  # not silver's
     assert DeltaTable(table_path(lake_dir, "subscriptions")).to_pandas().shape[0] == len(before["subscriptions"])
+    # the log's retention (Delta's default 30 days) set where the table has no VACUUM retention of its own
+    assert {name for name, t in tables.items() if t.log_retention_set} == set(tables) - {"gold/as_of"}
+    assert DeltaTable(table_path(lake_dir, "messages")).metadata().configuration[LOG_RETENTION[0]] == LOG_RETENTION[1]
     # 168 h: every replaced file is still young; the stray file is not, and is the one vacuumed.
     assert {name: t.vacuumed for name, t in tables.items() if t.vacuumed} == {"bronze/messages": 1}
     vacuumed = {name for name in before if "VACUUM END" in {r["operation"] for r in spark.sql(
@@ -107,6 +110,7 @@ def test_explicit_zero_retention_vacuums_and_rolls_back_first(spark, lake_dir, c
     assert result.rolled_back == "crashed-run"
     assert contents(spark, lake_dir) == before
     tables = {t.table: t for t in result.tables}
+    assert not any(t.log_retention_set for t in tables.values())  # the first maintenance set it
     assert sum(t.vacuumed for t in tables.values()) > 0
     assert all(t.on_disk[1] == t.files[1] for t in tables.values())  # only active files are left
     assert result.validations == 5  # each suite's latest is left, with its page

@@ -1,5 +1,6 @@
-"""Lake maintenance: compaction, deletion-vector purge, VACUUM and a log checkpoint per table;
-the gates' validations (results and Data Docs pages) past the same retention removed.
+"""Lake maintenance: compaction, deletion-vector purge, VACUUM and a log checkpoint per table,
+and the log's retention (LOG_RETAIN_HOURS) set on each; the gates' validations (results and
+Data Docs pages) past VACUUM's retention removed.
 The contract's tables of lakes written before 2026-11-25 lose their deletion-vector table
 feature (`DROP FEATURE`), so that readers without it can read them (see DELETION_VECTOR_TABLES).
 
@@ -26,6 +27,7 @@ from correlake.config import (
     DELETION_VECTOR_TABLES,
     DELIVERY_RETAIN_DAYS,
     DELTA_RETAIN_HOURS,
+    LOG_RETAIN_HOURS,
     TABLES,
     WRITE_THREADS,
     table_path,
@@ -39,9 +41,10 @@ from correlake.runtime.threads import run_concurrently
 
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 RETENTION_PROPERTY = "delta.deletedFileRetentionDuration"  # a table's own VACUUM retention
+LOG_RETENTION = ("delta.logRetentionDuration", f"interval {LOG_RETAIN_HOURS:g} hours")  # what maintenance sets
 # The operations of the commits maintenance makes (Delta's names): none changes a row.
 # The second line: the commits of `DROP FEATURE deletionVectors`.
-OPERATIONS = frozenset({"OPTIMIZE", "REORG", "VACUUM START", "VACUUM END",
+OPERATIONS = frozenset({"OPTIMIZE", "REORG", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES",
                         "UNSET TBLPROPERTIES", "Deletion Vector Tombstones", "Empty Commit", "DROP FEATURE"})
 
 
@@ -56,6 +59,7 @@ class TableReport:
     purged_dvs: int = 0       # deletion vectors folded into rewritten files
     vacuumed: int = 0         # files VACUUM deleted (dry run: would delete)
     dropped_feature: bool = False  # the deletion-vector feature dropped (dry run: would be)
+    log_retention_set: bool = False  # LOG_RETENTION set, the table had another (dry run: would be)
     seconds: float = 0.0
 
 
@@ -126,10 +130,14 @@ def _table(spark: SparkSession, lake_dir: str, name: str, retain_hours: float | 
     retain = "" if retain_hours is None else f" RETAIN {retain_hours:g} HOURS"
     has_dvs = "deletionVectors" in detail.features
     report.dropped_feature = has_dvs and name not in DELETION_VECTOR_TABLES
+    report.log_retention_set = (RETENTION_PROPERTY not in detail.properties  # Delta: the log's ≥ the files'
+                                and detail.properties.get(LOG_RETENTION[0]) != LOG_RETENTION[1])
     if dry_run:
         if _vacuum_due(path, detail, retain_hours):
             report.vacuumed = spark.sql(f"VACUUM {delta_table(path)}{retain} DRY RUN").count()
     else:
+        if report.log_retention_set:
+            spark.sql(f"ALTER TABLE {delta_table(path)} SET TBLPROPERTIES ('{LOG_RETENTION[0]}' = '{LOG_RETENTION[1]}')")
         if detail.files > 1:  # one file or none: nothing to compact
             _rewrite(spark, f"OPTIMIZE {delta_table(path)}", report)
         if has_dvs:  # what OPTIMIZE left: single files with few deletes
@@ -187,7 +195,7 @@ def _files(path: str) -> tuple[int, int]:
 
 
 def _checkpoint(spark: SparkSession, path: str) -> None:
-    """A Delta checkpoint of the latest version; Delta then drops log files past delta.logRetentionDuration."""
+    """A Delta checkpoint of the latest version: readers replay the log from it."""
     jvm = spark._jvm
     none = jvm.scala.Option.empty()
     delta_log = jvm.org.apache.spark.sql.delta.DeltaLog.forTable(spark._jsparkSession, path)
@@ -215,6 +223,9 @@ def summary(result: Maintenance) -> str:
     for t in result.tables:
         rows.append(f"{t.table:<34}{arrow(t.files):>14}{arrow(t.bytes, 1 << 20):>16}{arrow(t.on_disk):>16}"
                     f"{arrow(t.log_files):>12}{t.compacted:>11}{t.purged_dvs:>12}{t.vacuumed:>14}{t.seconds:>8}")
+    if reset := [t.table for t in result.tables if t.log_retention_set]:
+        rows.append(f"log retention {'would be' if result.dry_run else 'was'} set to {LOG_RETAIN_HOURS:g} h "
+                    f"(delta.logRetentionDuration) on {len(reset)} tables: older versions cannot be read (time travel)")
     if dropped := [t.table for t in result.tables if t.dropped_feature]:
         rows.append(f"deletion vectors {'would be' if result.dry_run else 'were'} dropped as a table feature from "
                     f"{', '.join(dropped)}: readers without it (delta-rs's to_pandas) read them")

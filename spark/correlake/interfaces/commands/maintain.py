@@ -1,4 +1,4 @@
-"""`correlake maintain`: compact, purge deletion vectors, vacuum and checkpoint every table."""
+"""`correlake maintain`: compact, purge deletion vectors, vacuum, checkpoint every table and drop its expired log."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from correlake.lake import preflight
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    parser = sub.add_parser("maintain", help="compact, purge deletion vectors, vacuum and checkpoint every table")
+    parser = sub.add_parser("maintain",
+                            help="compact, purge deletion vectors, vacuum, checkpoint every table, drop its expired log")
     options.add_lake(parser)
     parser.add_argument("--retain-hours", type=options.hours, default=None,
                         help="VACUUM retention (default: Delta's 168 h; a smaller value needs --force)")
