@@ -13,7 +13,7 @@ and the same micro-batches, alternately, so that both are measured in the same m
 count), `--via kept` as fresh `correlake run` processes on the kept driver (end to end, as
 cron or `correlake watch` would; the driver is stopped at the end). Then a 1 % next-hour
 increment (`--increment`, 0 to skip) on each path's lake, against the first run (target
-(l)). Each path's first run takes that path too (`small` forced: the engine in the driver over the
+(l)). Each path's first run takes that path too (`driver` forced: the engine in the driver over the
 whole history), so that the gold stage of both paths over the same records sizes the
 threshold (run it with a history about SMALL_RUN_MAX_RECORDS).
 `--profile` (with `--via process`) keeps Spark's event log and sorts the last micro-batch's
@@ -91,7 +91,7 @@ def job_profile(event_log: Path, jobs: int) -> dict:
 def measure_threshold(spark, sizes: list[int], out: Path) -> None:
     """The gold stage (the engine and what follows it) of a first run of each size (records:
     half messages, half workflow events) on each path, forced, three times each, alternately,
-    after a warm-up run: where the small path stops paying sizes SMALL_RUN_MAX_RECORDS."""
+    after a warm-up run: where the driver backend stops paying sizes SMALL_RUN_MAX_RECORDS."""
     from correlake.samples.workload import generate
 
     runs: dict = {}
@@ -100,14 +100,14 @@ def measure_threshold(spark, sizes: list[int], out: Path) -> None:
         if not landing.exists():
             generate(landing, size // 2, size // 2, "uniform")
         for _ in range(3):
-            for path in ("small", "spark"):
+            for path in ("driver", "spark"):
                 shutil.rmtree(out / "threshold-lake", ignore_errors=True)
                 run = run_once(spark, "process", path, landing, out / "threshold-lake")
                 runs.setdefault(size, {}).setdefault(path, []).append(run["gold"])
-    lines = ["# the small path's threshold: a first run's gold stage, seconds (median of 3)", "",
-             "| records | small path | Spark's path | small / Spark |", "|---|---|---|---|"]
+    lines = ["# the driver backend's threshold: a first run's gold stage, seconds (median of 3)", "",
+             "| records | driver backend | Spark backend | driver / Spark |", "|---|---|---|---|"]
     for size in sizes:
-        small, spark_s = (statistics.median(runs[size][p]) for p in ("small", "spark"))
+        small, spark_s = (statistics.median(runs[size][p]) for p in ("driver", "spark"))
         lines.append(f"| {size} | {small:.2f} | {spark_s:.2f} | {small / spark_s:.2f} |")
     (out / "report.json").write_text(json.dumps({"threshold": runs}, indent=2))
     (out / "report.md").write_text("\n".join(lines) + "\n")

@@ -31,7 +31,7 @@ ANALYSIS_CACHE_BYTES = 256 * 2**20  # the Delta size of a lake's tables the tabl
 INTERPRETED_MAX_BYTES = 4 * 2**20
 INTERPRETED_MAX_HISTORY = 20_000
 SMALL_RUN_MAX_RECORDS, SMALL_RUN_MAX_BYTES = 20_000, 8 * 2**20  # the driver backend's room; new JSON `auto` gives it
-RUN_PATHS = ("auto", "small", "spark")  # CORRELAKE_RUN_PATH; `auto`: the run's size decides
+RUN_PATHS = ("auto", "driver", "spark")  # CORRELAKE_RUN_PATH; `auto`: the run's size decides
 GZIP_RATIO = 10  # a gzip file's JSON, estimated from its size
 # A run whose new landing files hold at most this much JSON checks each gate beside the next
 # stage (run/pipeline.py); a larger one, or a rebuild, gives each its cores (measured: 1k + 1k

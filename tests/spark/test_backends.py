@@ -43,7 +43,7 @@ def run(spark, tmp_path_factory):
             write_jsonl(root / f"landing{n}" / stream / "part.jsonl", records)
     pipeline.run(spark, str(root / "landing0"), lake, max_quarantine_ratio=1.0, path="spark")
     staged = StagedRun.prepare(spark, str(root / "landing1"), lake, lambda _: MemoryStore(), max_quarantine_ratio=1.0,
-                               path="small")
+                               path="driver")
     STAGES[0].compute(staged)
     new_messages = silver.distinct_records(staged.frame("bronze_messages"))
     new_events = silver.workflow_events(silver.distinct_records(staged.frame("bronze_workflow_events")))

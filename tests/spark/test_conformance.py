@@ -11,7 +11,7 @@ scenario costs a first run's table creations each, so the merged pass is the one
 covers every scenario.
 
 Merged pass (`test_scenario`, the cheap one, which also covers ours): all scenarios in
-one run, on Spark's path (forced: the run is small). Each scenario gets its own tenant
+one run, on the Spark backend (forced: the run is small). Each scenario gets its own tenant
 prefix, position range and time shift (so that the default as_of, the latest event time,
 is the same instant for all of them); gold rows are mapped back and must match every
 listed field exactly.
@@ -58,7 +58,7 @@ def gold(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("conformance")
     messages, events, layout = merge_cases([json.loads(p.read_text()) for p in SCENARIOS], OFFSET)
     write_landing(root / "landing", messages, events)
-    with pytest.MonkeyPatch.context() as env:  # Spark's path here, the small-run path in test_scenario_verbatim
+    with pytest.MonkeyPatch.context() as env:  # the Spark backend here, the driver backend in test_scenario_verbatim
         env.setenv("CORRELAKE_RUN_PATH", "spark")
         assert cli.main(["run", "--landing", str(root / "landing"), "--lake", str(root / "lake"),
                          "--max-quarantine-ratio", "0.5"]) == 0

@@ -1,6 +1,6 @@
 """Exporter records mapped in silver (contract revision 4, *Mapping*), through the real
-pipeline: hand-built records in a landing's zeebe/ folder, two runs (the first on Spark's path,
-the second on the small path, forced). Each case has a tenant of its own; expected values are
+pipeline: hand-built records in a landing's zeebe/ folder, two runs (the first on the Spark backend,
+the second on the driver backend, forced). Each case has a tenant of its own; expected values are
 worked out by hand from the contract.
 
 - `<default>` (no tenantId): the mapping rows of a receive task, a message and the element's
@@ -127,11 +127,11 @@ RUN_2 = [
 
 @pytest.fixture(scope="module")
 def lake(spark, tmp_path_factory):
-    """(lake, gold after run 1, gold after run 2): run 1 on Spark's path, run 2 (the late
-    records) on the small path, both forced."""
+    """(lake, gold after run 1, gold after run 2): run 1 on the Spark backend, run 2 (the late
+    records) on the driver backend, both forced."""
     root = tmp_path_factory.mktemp("engine")
     lake, golds = str(root / "lake"), []
-    for n, (records, path) in enumerate(((RUN_1, "spark"), (RUN_2, "small"))):
+    for n, (records, path) in enumerate(((RUN_1, "spark"), (RUN_2, "driver"))):
         write_jsonl(root / "landing" / "zeebe" / f"{n}.jsonl", records)
         pipeline.run(spark, str(root / "landing"), lake, path=path)
         golds.append(read_gold(spark, lake))

@@ -2,7 +2,7 @@
 seed) converted into Zeebe exporter records (support/zeebe_export.py: two partitions, one
 unmapped record per mapped one), then split into shuffled runs of one lake, the process
 definitions (`PROCESS` `CREATED` and their `MESSAGE_START_EVENT_SUBSCRIPTION` `CREATED`)
-arriving last, runs on the small path and on Spark's by turns. After every run gold must be
+arriving last, runs on the driver backend and on the Spark backend by turns. After every run gold must be
 the reference model's of what the mapping makes of the records so far
 (`Export.canonical`: a subscription whose definition has not arrived is not open yet, a
 deployment has the start events whose records arrived, an instance is named `msg-start:` once
@@ -28,10 +28,9 @@ from support.zeebe_export import convert, identity
 from correlake.config import ENGINE_STREAM
 from correlake.lake import catalog
 from correlake.run import pipeline
-from correlake.run.backends import FORCED
 
 DEFINITIONS = {("PROCESS", "CREATED"), ("MESSAGE_START_EVENT_SUBSCRIPTION", "CREATED")}
-PATHS = ("spark", "small", "spark")  # the runs' paths: the increments, then the definitions
+PATHS = ("spark", "driver", "spark")  # the runs' paths: the increments, then the definitions
 
 
 def apart(case: dict) -> dict:
@@ -59,7 +58,7 @@ def test_exporter_records_in_shuffled_runs_definitions_last_match_the_reference(
     for n, (records, path) in enumerate(zip(runs, PATHS, strict=True)):
         write_jsonl(root / "landing" / ENGINE_STREAM / f"run{n}.jsonl", records)
         result = pipeline.run(spark, str(root / "landing"), lake, max_quarantine_ratio=0.0, path=path)
-        assert result.path == FORCED[path]
+        assert result.path == path
         present |= {identity(r) for r in records}
         catalog.register(spark, lake, ["unmapped_engine_records"])
         unmapped = {(r["partition_id"], r["position"]): r["why"] for r in spark.sql(

@@ -7,8 +7,8 @@ producer, a long chain of linked keys, an increment that recomputes the one key
 group it touches, the outbox that follows gold (a moved correlation retracted), the
 key columns of silver the process keeps for the lake's next run, and exact replays
 collapsed by bronze and silver before the engine sees them (rule 8). Both runs take
-Spark's path, forced: its plan of an increment, with its joins over silver's key columns,
-end to end (the small path's increments: the property test's split, and most other runs).
+the Spark backend, forced: its plan of an increment, with its joins over silver's key columns,
+end to end (the driver backend's increments: the property test's split, and most other runs).
 Positions repeat across the two streams, as they may."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Random streams through the real pipeline against the reference model.
 
 Many generated cases go through one run, each under its own tenant prefix and position
-range, on Spark's path; then the same records, split into 3-4 increments that arrive in
-shuffled order, go through three lakes run by run: one forced on the small-run path, one
+range, on the Spark backend; then the same records, split into 3-4 increments that arrive in
+shuffled order, go through three lakes run by run: one forced on the driver backend, one
 forced on Spark's (`pipeline.run(path=…)`), one on a path drawn per run (each path at
 least once: it switches; until its first switch it has the runs of the forced lake of its
 path, copied from it then). After every run each lake's gold and outbox must be the
@@ -46,12 +46,12 @@ from correlake.contract.schemas import KEY_GROUPS
 from correlake.interfaces import cli
 from correlake.lake import catalog
 from correlake.lake import tables as lake_tables
-from correlake.run import backends, pipeline
+from correlake.run import pipeline
 from correlake.run.backends import Driver, Spark
 
 CASES = 60
 START_EVENT_CASES = 40  # more of the per-key lock of message start events (rules 19-21)
-PATHS = ("small", "spark")
+PATHS = ("driver", "spark")
 
 
 def landing(root, chunks: list[tuple[list, list]]) -> str:
@@ -65,7 +65,7 @@ def landing(root, chunks: list[tuple[list, list]]) -> str:
 def run_on(spark, landing_dir: str, lake: str, path: str) -> str:
     """One run of the landing on `path` (forced); its run id."""
     result = pipeline.run(spark, landing_dir, lake, max_quarantine_ratio=0.0, path=path)
-    assert result.path == backends.FORCED[path]
+    assert result.path == path
     return result.run_id
 
 
@@ -116,18 +116,18 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
                 so_far[1].extend(c[1])
             tables = {name: lake_rows(lake, numbers[name]) for name, lake in lakes.items() if name != "drawn" or n >= switch}
             assert_run_agrees(n, tables, reference(*so_far), arrived)
-    assert len(compared) == len(increments) + drawn[switch:].count("small")
-    split = gold_of(tables["small"])
+    assert len(compared) == len(increments) + drawn[switch:].count("driver")
+    split = gold_of(tables["driver"])
     assert_same_gold(split, one)
 
     # A correlation never retracted has the same id whichever runs made it; a rebuild that
     # changes no correlation adds no event.
-    outbox = outbox_of(tables["small"])
+    outbox = outbox_of(tables["driver"])
     retracted = {correlation_text(e) for e in outbox if e["kind"] == "RETRACTED"}
     kept = {e["event_id"] for e in outbox if e["kind"] == "CORRELATED" and correlation_text(e) not in retracted}
     assert kept and kept <= live_event_ids(assert_outbox_agrees(spark, one_lake))
 
-    lake = lakes["small"]
+    lake = lakes["driver"]
     before = lake_tables.version(table_path(lake, "outbox"))
     assert cli.main(["rebuild", "--lake", lake]) == 0  # silver and gold again, from bronze
     assert_same_gold(read_gold(spark, lake), one)

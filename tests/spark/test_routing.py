@@ -55,7 +55,7 @@ def test_components_of_long_chains_trees_and_random_links(spark, on_driver_max):
 
 
 def test_the_started_message_key_is_parsed_alike_in_python_and_in_spark_sql(spark):
-    """Rule 20's instance key parsed on the small path (Python) and on Spark's (SQL): Java's
+    """Rule 20's instance key parsed on the driver backend (Python) and on the Spark backend (SQL): Java's
     `$` before a final line terminator, leading zeros, signs, overflow, other forms."""
     keys = ["msg-start:p:12", "msg-start:p:-3", "msg-start:p:012", "msg-start:p:12\n", "msg-start:p:12\r\n",
             "msg-start:p:12\u2028", "msg-start:p:12\n\n", "msg-start:p:12x", "msg-start:p:1:2", "msg-start:12",

@@ -94,7 +94,7 @@ def test_the_run_path_is_a_calls_setting_not_a_set_up_of_its_own(drivers_home, m
     folder, _ = drivers_home
     monkeypatch.delenv("CORRELAKE_RUN_PATH", raising=False)
     socket = kept._socket(folder)
-    for path in ("small", "spark"):  # each `correlake run` passes it (interfaces/commands/run.py)
+    for path in ("driver", "spark"):  # each `correlake run` passes it (interfaces/commands/run.py)
         monkeypatch.setenv("CORRELAKE_RUN_PATH", path)
         assert kept._socket(folder) == socket
     monkeypatch.setenv("CORRELAKE_SHUFFLE_PARTITIONS", "7")

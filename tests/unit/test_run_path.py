@@ -18,8 +18,8 @@ def test_the_run_path_is_auto_by_default_and_one_of_three(monkeypatch):
     for path in RUN_PATHS:
         monkeypatch.setenv("CORRELAKE_RUN_PATH", path)
         assert run_path() == path
-    monkeypatch.setenv("CORRELAKE_RUN_PATH", "driver")
-    with pytest.raises(ConfigError, match="CORRELAKE_RUN_PATH: 'driver' is not one of auto, small, spark"):
+    monkeypatch.setenv("CORRELAKE_RUN_PATH", "small")  # the driver backend's name before 2026-12-05
+    with pytest.raises(ConfigError, match="CORRELAKE_RUN_PATH: 'small' is not one of auto, driver, spark"):
         validate()
 
 
@@ -35,9 +35,9 @@ def test_the_backend_is_chosen_once_from_the_run_and_the_setting():
     assert choose(plan_of(SMALL_RUN_MAX_BYTES)) == "driver"
     assert choose(plan_of(SMALL_RUN_MAX_BYTES + 1)) == "spark"
     assert choose(plan_of(10, rebuild=True)) == "spark"
-    assert choose(plan_of(SMALL_RUN_MAX_BYTES + 1, path="small")) == "driver"
+    assert choose(plan_of(SMALL_RUN_MAX_BYTES + 1, path="driver")) == "driver"
     assert choose(plan_of(10, path="spark")) == "spark"
-    assert choose(plan_of(10, path="small", key_groups=-1)) == "spark"  # a lake from before the key group table
+    assert choose(plan_of(10, path="driver", key_groups=-1)) == "spark"  # a lake from before the key group table
     assert Plan.from_json(plan_of(10).to_json()).backend == "spark"  # as the plan names it: the default
     planned = plan_of(10)
     planned.backend = choose(planned)

@@ -34,7 +34,7 @@ def run(spark: SparkSession, landing: str | None, lake_dir: str, as_of: int | No
         dry_run: bool = False, path: str | None = None, full_listing: bool = False) -> RunResult:
     """Ingest what is new in `landing` (or, to rebuild, recompute silver and gold from
     bronze) and bring silver and gold up to date; with `dry_run`, stop after the gates.
-    `path` forces the driver backend (`small`) or Spark (`spark`); None: CORRELAKE_RUN_PATH.
+    `path` forces the driver backend (`driver`) or Spark (`spark`); None: CORRELAKE_RUN_PATH.
     `full_listing`: the whole landing listed, not only what follows the last ingested paths."""
     with run_lock(lake_dir, wait_seconds):
         staged = StagedRun.prepare(spark, landing, lake_dir, lambda _: MemoryStore(), as_of=as_of,

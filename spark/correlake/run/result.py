@@ -28,7 +28,7 @@ class RunResult:
     ignored_records: int = 0  # of them, those of kinds correlake does not read (engine_records.USED_KINDS)
     accepted: dict = field(default_factory=dict)  # stream -> its lines that went to bronze (replays included)
     touched_groups: int = 0
-    path: str | None = None  # where rule 7 and the engine ran: `small` (the driver process) or `spark` (config.RUN_PATHS)
+    path: str | None = None  # where rule 7 and the engine ran: `driver` (the driver process) or `spark` (config.RUN_PATHS)
     correlations: int = 0
     outbox_events: int = 0  # the events the run adds to delivery/outbox
     outbox_backfilled: bool = False  # the lake had no outbox: its events are every gold correlation's

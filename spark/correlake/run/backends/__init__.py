@@ -32,7 +32,7 @@ def choose(plan: Plan) -> str:
     if plan.versions["silver_messages"] >= 0 and plan.versions["key_groups"] < 0 and not plan.result.rebuild:
         return SPARK
     if plan.path in FORCED:
-        return FORCED[plan.path]
+        return plan.path
     small = not plan.result.rebuild and sum(f.json_bytes for f in plan.files) <= SMALL_RUN_MAX_BYTES
     return DRIVER if small else SPARK
 

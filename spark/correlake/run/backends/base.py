@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from correlake.transforms.scope import HistoryKeys
 
 DRIVER, SPARK = "driver", "spark"  # Plan.backend
-FORCED = {"small": DRIVER, "spark": SPARK}  # CORRELAKE_RUN_PATH (config.RUN_PATHS) other than `auto`
+FORCED = (DRIVER, SPARK)  # the backends CORRELAKE_RUN_PATH (config.RUN_PATHS) may force; else `auto`
 
 
 class Run(Protocol):
