@@ -15,7 +15,7 @@ cron or `correlake watch` would; the driver is stopped at the end). Then a 1 % n
 increment (`--increment`, 0 to skip) on each path's lake, against the first run (target
 (l)). Each path's first run takes that path too (`driver` forced: the engine in the driver over the
 whole history), so that the gold stage of both paths over the same records sizes the
-threshold (run it with a history about SMALL_RUN_MAX_RECORDS).
+threshold (run it with a history about DRIVER_ROOM_RECORDS).
 `--profile` (with `--via process`) keeps Spark's event log and sorts the last micro-batch's
 Spark jobs by kind, with their count and seconds. `--threshold 5000,20000,…` measures
 only the gold stage of first runs of those sizes on both paths (`measure_threshold`).
@@ -91,7 +91,7 @@ def job_profile(event_log: Path, jobs: int) -> dict:
 def measure_threshold(spark, sizes: list[int], out: Path) -> None:
     """The gold stage (the engine and what follows it) of a first run of each size (records:
     half messages, half workflow events) on each path, forced, three times each, alternately,
-    after a warm-up run: where the driver backend stops paying sizes SMALL_RUN_MAX_RECORDS."""
+    after a warm-up run: where the driver backend stops paying sizes DRIVER_ROOM_RECORDS."""
     from correlake.samples.workload import generate
 
     runs: dict = {}

@@ -30,7 +30,7 @@ ANALYSIS_CACHE_BYTES = 256 * 2**20  # the Delta size of a lake's tables the tabl
 # evaluate its row projections rather than generate code for them (session.row_projections)
 INTERPRETED_MAX_BYTES = 4 * 2**20
 INTERPRETED_MAX_HISTORY = 20_000
-SMALL_RUN_MAX_RECORDS, SMALL_RUN_MAX_BYTES = 20_000, 8 * 2**20  # the driver backend's room; new JSON `auto` gives it
+DRIVER_ROOM_RECORDS, DRIVER_RUN_MAX_BYTES = 20_000, 8 * 2**20  # the driver backend's room; new JSON `auto` gives it
 RUN_PATHS = ("auto", "driver", "spark")  # CORRELAKE_RUN_PATH; `auto`: the run's size decides
 GZIP_RATIO = 10  # a gzip file's JSON, estimated from its size
 # A run whose new landing files hold at most this much JSON checks each gate beside the next

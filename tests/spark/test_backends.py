@@ -118,7 +118,7 @@ def test_a_run_too_large_for_the_driver_is_computed_again_on_spark_and_its_plan_
     staged, _, root = run
     lake = str(root / "lake-fallback")
     shutil.copytree(staged.lake_dir, lake)
-    monkeypatch.setattr(base, "SMALL_RUN_MAX_RECORDS", 1)
+    monkeypatch.setattr(base, "DRIVER_ROOM_RECORDS", 1)
     run_id = stepwise.prepare(spark, str(root / "landing1"), lake, max_quarantine_ratio=1.0)
     assert staged_run(lake, run_id).load_plan().backend == "driver"
     for stage in ("bronze", "silver"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from correlake.config import RUN_PATHS, SMALL_RUN_MAX_BYTES, TABLES, ConfigError, run_path, validate
+from correlake.config import DRIVER_RUN_MAX_BYTES, RUN_PATHS, TABLES, ConfigError, run_path, validate
 from correlake.lake.landing import LandingFile
 from correlake.run.backends import choose
 from correlake.run.result import RunResult
@@ -32,10 +32,10 @@ def plan_of(json_bytes: int, path: str = "auto", rebuild: bool = False, key_grou
 
 
 def test_the_backend_is_chosen_once_from_the_run_and_the_setting():
-    assert choose(plan_of(SMALL_RUN_MAX_BYTES)) == "driver"
-    assert choose(plan_of(SMALL_RUN_MAX_BYTES + 1)) == "spark"
+    assert choose(plan_of(DRIVER_RUN_MAX_BYTES)) == "driver"
+    assert choose(plan_of(DRIVER_RUN_MAX_BYTES + 1)) == "spark"
     assert choose(plan_of(10, rebuild=True)) == "spark"
-    assert choose(plan_of(SMALL_RUN_MAX_BYTES + 1, path="driver")) == "driver"
+    assert choose(plan_of(DRIVER_RUN_MAX_BYTES + 1, path="driver")) == "driver"
     assert choose(plan_of(10, path="spark")) == "spark"
     assert choose(plan_of(10, path="driver", key_groups=-1)) == "spark"  # a lake from before the key group table
     assert Plan.from_json(plan_of(10).to_json()).backend == "spark"  # as the plan names it: the default

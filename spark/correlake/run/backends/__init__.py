@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from correlake.config import SMALL_RUN_MAX_BYTES
+from correlake.config import DRIVER_RUN_MAX_BYTES
 from correlake.run.backends.base import DRIVER, FORCED, SPARK, Backend, Run, Scope, TooLargeForDriver
 from correlake.run.backends.driver import Driver
 from correlake.run.backends.spark import Spark
@@ -27,13 +27,13 @@ __all__ = ["DRIVER", "SPARK", "Backend", "Run", "Scope", "TooLargeForDriver", "c
 
 def choose(plan: Plan) -> str:
     """The backend of a run: as CORRELAKE_RUN_PATH forces it, else the driver for a run of at
-    most SMALL_RUN_MAX_BYTES of new JSON that is not a rebuild; Spark for the first run of a
+    most DRIVER_RUN_MAX_BYTES of new JSON that is not a rebuild; Spark for the first run of a
     lake from before the key group table (Spark writes it), even forced."""
     if plan.versions["silver_messages"] >= 0 and plan.versions["key_groups"] < 0 and not plan.result.rebuild:
         return SPARK
     if plan.path in FORCED:
         return plan.path
-    small = not plan.result.rebuild and sum(f.json_bytes for f in plan.files) <= SMALL_RUN_MAX_BYTES
+    small = not plan.result.rebuild and sum(f.json_bytes for f in plan.files) <= DRIVER_RUN_MAX_BYTES
     return DRIVER if small else SPARK
 
 

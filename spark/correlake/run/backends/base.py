@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from pyspark.sql import DataFrame
 
-from correlake.config import SMALL_RUN_MAX_RECORDS
+from correlake.config import DRIVER_ROOM_RECORDS
 from correlake.errors import CorrelakeError
 
 if TYPE_CHECKING:
@@ -93,4 +93,4 @@ class Backend(Protocol):
 
 def driver_room(plan: Plan) -> int | None:
     """The engine records the driver backend takes before it gives the run to Spark (None: forced, no bound)."""
-    return None if plan.path in FORCED else SMALL_RUN_MAX_RECORDS
+    return None if plan.path in FORCED else DRIVER_ROOM_RECORDS

@@ -55,7 +55,7 @@ SILVER_MESSAGE_KEYS = ["message_key", *MESSAGE_KEYS[1:]]  # silver's name of a m
 
 
 @dataclass
-class SmallPlan:
+class DriverScope:
     """A small run's work: the key group rows it adds or changes and the touched key groups'
     keys (tenant_id, correlation_key, label); their message records (the run's new ones
     and silver's) and routed workflow events."""
@@ -192,7 +192,7 @@ def _labelled(opens: Iterable[EventKeys], messages: Iterable[MessageKeys], label
 
 
 def plan(run: Run, new_messages: DataFrame, new_events: DataFrame, history: bool, redeployed: bool,
-         room: int | None) -> SmallPlan:
+         room: int | None) -> DriverScope:
     """The run's scope, planned here: TooLargeForDriver if it holds more than `room` engine
     records (its new records, its touched key groups' keys, their messages and routed
     events; None: no bound). `new_messages`: distinct new message records; `new_events`: new
@@ -212,7 +212,7 @@ def plan(run: Run, new_messages: DataFrame, new_events: DataFrame, history: bool
     routed = _routed(silver, scope, records)
     if room is not None and len(routed) + records.num_rows > room:
         raise TooLargeForDriver(f"more than {room} engine records")
-    return SmallPlan(changes, scope, records, _routed_events(silver, routed, new_events))
+    return DriverScope(changes, scope, records, _routed_events(silver, routed, new_events))
 
 
 def _keys(rows: pa.Table, columns: list[str], kind: type) -> list:
