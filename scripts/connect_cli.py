@@ -106,13 +106,14 @@ REPLACED = (  # (module, attribute, replacement): each installed before the CLI 
     ("correlake.runtime.logs", "log_level", lambda context, level: None),
     ("correlake.transforms.bronze", "_shares", shares),
     ("correlake.runtime.hints", "without_estimate", lambda df: df.localCheckpoint()),
+    ("correlake.run.backends.spark_scope", "without_estimate", lambda df: df.localCheckpoint()),  # imported by name
     ("correlake.lake.table_cache", "read", cached_read),
 )
 
 
 def install(unguarded_sql: bool = False) -> list[str]:
     """Install REPLACED (and, `unguarded_sql`, `correlake sql` without its check); the names
-    replaced (a module or attribute the code no longer has is skipped and not named)."""
+    replaced. A name the code no longer has stops the harness: its figures would not be the code's."""
     from pyspark.sql.connect.dataframe import DataFrame
     from pyspark.sql.connect.plan import CachedRemoteRelation
     from pyspark.sql.connect.session import SparkSession
@@ -123,13 +124,11 @@ def install(unguarded_sql: bool = False) -> list[str]:
     replaced = []
     extra = [("correlake.analysis.read_only", "query", lambda spark, text, *a, **k: spark.sql(text))]
     for module, name, replacement in [*REPLACED, *(extra if unguarded_sql else [])]:
-        try:
-            target = importlib.import_module(module)
-        except ImportError:
-            continue
-        if hasattr(target, name):
-            setattr(target, name, replacement)
-            replaced.append(f"{module}.{name}")
+        target = importlib.import_module(module)
+        if not hasattr(target, name):
+            raise SystemExit(f"connect_cli: {module}.{name} is gone: update REPLACED to the code as it is")
+        setattr(target, name, replacement)
+        replaced.append(f"{module}.{name}")
     return replaced
 
 
