@@ -34,7 +34,6 @@ What is replaced (`REPLACED`), and why it is not the product's behaviour:
 from __future__ import annotations
 
 import importlib
-import math
 import os
 import sys
 
@@ -52,19 +51,9 @@ def connect_session(*_args, **_kwargs):
     return _session
 
 
-def shares(files, spark):
-    """bronze's shares, with their count from `spark.conf` and this machine's cores."""
-    import heapq
-
-    target = _bytes(spark.conf.get("spark.sql.files.maxPartitionBytes"))
-    total = sum(f.json_bytes for f in files)
-    count = min(len(files), max(os.cpu_count() or 1, math.ceil(total / target)))
-    heap = [(0, n, []) for n in range(count)]
-    for f in sorted(files, key=lambda f: -f.json_bytes):
-        size, n, share = heapq.heappop(heap)
-        share.append(f)
-        heapq.heappush(heap, (size + f.json_bytes, n, share))
-    return [share for _, _, share in heap]
+def share_settings(spark):
+    """bronze's split size and cores from `spark.conf` and this machine (no JVM to ask)."""
+    return _bytes(spark.conf.get("spark.sql.files.maxPartitionBytes")), os.cpu_count() or 1
 
 
 def _bytes(text: str) -> int:
@@ -104,7 +93,7 @@ REPLACED = (  # (module, attribute, replacement): each installed before the CLI 
     ("correlake.runtime.session", "get_spark", connect_session),
     ("correlake.runtime.memory", "release", lambda spark: None),
     ("correlake.runtime.logs", "log_level", lambda context, level: None),
-    ("correlake.transforms.bronze", "_shares", shares),
+    ("correlake.transforms.bronze", "share_settings", share_settings),
     ("correlake.runtime.hints", "without_estimate", lambda df: df.localCheckpoint()),
     ("correlake.run.backends.spark_scope", "without_estimate", lambda df: df.localCheckpoint()),  # imported by name
     ("correlake.lake.table_cache", "read", cached_read),

@@ -183,12 +183,17 @@ def read_file(file: LandingFile, settings: S3Settings | None = None) -> Iterator
         yield from parse_file(file.stream, file.path, _limited(opened, file.size), skip)
 
 
-def _shares(files: list[LandingFile], spark: SparkSession) -> list[list[LandingFile]]:
-    """The files in about equal shares of JSON (largest first, each to the smallest share):
-    at least one share per core, and about one per `spark.sql.files.maxPartitionBytes`."""
+def share_settings(spark: SparkSession) -> tuple[int, int]:
+    """The session's split size (`spark.sql.files.maxPartitionBytes`, in bytes) and its cores."""
     target = spark._jsparkSession.sessionState().conf().filesMaxPartitionBytes()
+    return target, spark.sparkContext.defaultParallelism
+
+
+def balanced_shares(files: list[LandingFile], target: int, cores: int) -> list[list[LandingFile]]:
+    """The files in about equal shares of JSON (largest first, each to the smallest share):
+    at least one share per core, and about one per `target` bytes."""
     total = sum(f.json_bytes for f in files)
-    count = min(len(files), max(spark.sparkContext.defaultParallelism, math.ceil(total / target)))
+    count = min(len(files), max(cores, math.ceil(total / target)))
     shares = [(0, n, []) for n in range(count)]
     for f in sorted(files, key=lambda f: -f.json_bytes):
         size, n, share = heapq.heappop(shares)
@@ -203,7 +208,7 @@ def parse_landing(spark: SparkSession, files: list[LandingFile]) -> DataFrame:
     each file not read: `read_file`)."""
     if not files:
         return spark.createDataFrame([], PARSED)
-    shares, settings = _shares(files, spark), S3Settings()
+    shares, settings = balanced_shares(files, *share_settings(spark)), S3Settings()
 
     def run(batches):
         yield from file_batches([f for batch in batches for n in batch.column("id").to_pylist() for f in shares[n]],
