@@ -4,6 +4,8 @@ before the stop (`pipeline.run` says so on the interrupt), its caller gets the r
 
 from __future__ import annotations
 
+import signal
+import time
 from multiprocessing import Pipe
 
 import pytest
@@ -32,3 +34,23 @@ def test_a_driver_stopped_before_a_publish_stops_without_a_reply():
     with pytest.raises(Terminated):
         server._serve_one(ours, ("run", (), {}), None, {"run": _stopped(None)})
     assert not caller.poll(0.2)
+
+
+def test_a_call_whose_caller_left_is_stopped_even_when_a_finally_replaced_the_interrupt(capsys):
+    """The interrupt that stops a call whose caller went away can be replaced by the error of a
+    `finally` that meets the cancelled jobs (PySpark's Arrow collect): still a stopped call."""
+    ours, caller = Pipe()
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: None)  # the interrupt not raised here
+
+    def run(spark):
+        caller.close()
+        deadline = time.monotonic() + 30
+        while not server._current.gone and time.monotonic() < deadline:  # the watcher sees the hang-up
+            time.sleep(0.01)
+        raise RuntimeError("An error occurred while calling o1.getResult")
+
+    try:
+        server._serve_one(ours, ("run", (), {}), None, {"run": run})
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert "correlake driver: the caller of run went away; its call was stopped" in capsys.readouterr().out

@@ -106,23 +106,30 @@ def _alive(spark) -> bool:
         return False
 
 
+def _stopped(name: str) -> tuple[bool, DriverError]:
+    print(f"correlake driver: the caller of {name} went away; its call was stopped", flush=True)
+    return False, DriverError(f"the caller of {name} went away")
+
+
 def _serve_one(conn, request: tuple, spark, functions: dict) -> bool:
     """Run one caller's call and send back its result or error; False if Spark did not survive it."""
     name, args, kwargs, *wants = request  # wants: [whether the caller asks for progress lines]
     start = time.perf_counter()
+    call = _Call(conn)
     try:
-        with _Call(conn), collections_deferred(), progress.to(
+        with call, collections_deferred(), progress.to(
                 (lambda text: send(conn, Progress(text))) if wants and wants[0] else None):
             reply = (True, functions[name](spark, *args, **kwargs))
     except CallerGone:  # nobody to reply to
-        print(f"correlake driver: the caller of {name} went away; its call was stopped", flush=True)
-        reply = (False, DriverError(f"the caller of {name} went away"))
+        reply = _stopped(name)
     except KeyboardInterrupt as stopped:  # SIGTERM or Ctrl-C: the driver stops
         if (published := published_before(stopped)) is not None:
             send(conn, (True, published))
         raise
     except Exception as exc:
-        reply = (False, portable(exc))
+        # CallerGone may be replaced by the error of a `finally` that meets the cancelled
+        # jobs (PySpark's Arrow collect asks the JVM for its result there)
+        reply = _stopped(name) if call.gone else (False, portable(exc))
     alive = reply[0] or _alive(spark)
     outcome = "done" if reply[0] else f"failed ({type(reply[1]).__name__}: {first_line(reply[1])[:300]})"
     print(f"correlake driver: {name} {outcome} in {time.perf_counter() - start:.1f} s", flush=True)
