@@ -109,12 +109,13 @@ def versions(lake: str) -> dict:
 
 
 def merges(lake: str, before: dict) -> dict:
-    """MERGE_METRICS summed over the MERGE commits made after the `before` versions."""
+    """MERGE_METRICS summed over the MERGE commits made after the `before` versions, and the
+    rows copied by table ("rows copied by table")."""
     from deltalake import DeltaTable
 
     from correlake.config import TABLES, table_path
 
-    totals = Counter()
+    totals, copied = Counter(), Counter()
     for name in TABLES:
         path = table_path(lake, name)
         if not DeltaTable.is_deltatable(path):
@@ -125,4 +126,5 @@ def merges(lake: str, before: dict) -> dict:
                 totals["merges"] += 1
                 for key in MERGE_METRICS:
                     totals[key] += _number(metrics.get(key))
-    return dict(totals)
+                copied[name] += _number(metrics.get("numTargetRowsCopied"))
+    return {**totals, "rows copied by table": dict(copied)}
