@@ -83,7 +83,7 @@ def small_demo_gold(spark, small_demo):
     Airflow run of that landing must give."""
     from support.helpers import sorted_gold
 
-    return sorted_gold(spark, small_demo[1])
+    return sorted_gold(small_demo[1])
 
 
 @pytest.fixture(scope="package")

@@ -108,7 +108,7 @@ def test_dag_test_runs_every_task_and_its_gold_equals_the_clis(spark, airflow_ru
 
     run, _, lake = airflow_run
     assert set(_states(run).values()) == {"success"}
-    assert sorted_gold(spark, str(lake)) == small_demo_gold
+    assert sorted_gold(str(lake)) == small_demo_gold
     with create_session() as session:
         events = session.scalars(select(AssetEvent).where(AssetEvent.source_run_id == run.run_id)).all()
         assert sorted(e.extra["path"] for e in events) == sorted(table_path(lake, t) for t in GOLD_TABLES)
@@ -254,7 +254,7 @@ def test_maintenance_compacts_the_lake_and_a_run_staged_before_it_still_publishe
     for stage in STAGE_NAMES:
         stepwise.compute(spark, lake, run_id, stage)
         stepwise.check(spark, lake, run_id, stage)
-    before, versions_before = sorted_gold(spark, lake), versions(lake)
+    before, versions_before = sorted_gold(lake), versions(lake)
 
     monkeypatch.setenv("AIRFLOW_VAR_CORRELAKE_LAKE", lake)
     capfd.readouterr()
@@ -264,7 +264,7 @@ def test_maintenance_compacts_the_lake_and_a_run_staged_before_it_still_publishe
     after = versions(lake)
     compacted = {name for name, v in versions_before.items() if after[name] > v}
     assert {"correlations", "messages", "subscriptions", "message_started_instances"} <= compacted
-    assert sorted_gold(spark, lake) == before
+    assert sorted_gold(lake) == before
 
     stepwise.publish(spark, lake, run_id)
     published = spark.read.format("delta").load(table_path(lake, "messages")).where("message_key = 950000")

@@ -86,4 +86,4 @@ def test_the_dag_runs_with_its_metadata_in_postgresql(spark, postgres, served, s
         tasks = dict(cur.fetchall())
     assert state == "success"
     assert tasks == {task: "success" for task in TASKS}
-    assert sorted_gold(spark, str(lake)) == small_demo_gold
+    assert sorted_gold(str(lake)) == small_demo_gold

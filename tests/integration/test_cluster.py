@@ -81,7 +81,7 @@ def test_runs_on_the_cluster_of_a_growing_landing_give_the_reference_gold(spark,
         write_landing(landing, chunk_messages, chunk_events, name=f"part{n}")
         out = run_on(socket, landing, lake)
         assert "bronze   files 2," in out and "path spark" in out, out
-    assert_gold_equals(read_gold(spark, str(lake)), reference(messages, events))
+    assert_gold_equals(read_gold(str(lake)), reference(messages, events))
     logs = executor_logs(cluster, app)
     assert all("Finished task" in log for log in logs), cluster.log_tail()  # both executors worked
     # the Python of the mapInArrow passes (landing lines parsed, the engine) ran there, from the zip

@@ -60,7 +60,7 @@ def test_a_run_on_the_driver_gives_the_gold_of_an_in_process_run(spark, served, 
     steps = re.findall(r"^correlake: \d\d:\d\d:\d\d run: (.+) in [\d.]+ s$", done.stderr, re.MULTILINE)
     assert sorted(steps) == sorted(["bronze done", "silver done", "gold done", "gate bronze passed",
                                     "gate silver passed", "gate gold passed", "write done"]), done.stderr
-    assert sorted_gold(spark, str(tmp_path / "lake")) == sorted_gold(spark, local_lake)
+    assert sorted_gold(str(tmp_path / "lake")) == sorted_gold(local_lake)
     again = _cli(socket, "run", "--landing", str(landing), "--lake", str(tmp_path / "lake"))
     assert again.returncode == 0 and "nothing new" in again.stdout
     # the analysts' commands go to the driver too: no JVM in the caller, nothing of one on its output
@@ -97,7 +97,7 @@ def test_airflow_tasks_run_their_stages_on_the_driver(spark, served, correlake_d
     # prepare, three stages, three gates, publish, the stats' findings and counts by reason
     assert log.read_text().count("done in") - served_before == 10
     assert "correlake driver: reasons done in" in log.read_text()
-    assert sorted_gold(spark, str(tmp_path / "lake")) == sorted_gold(spark, local_lake)
+    assert sorted_gold(str(tmp_path / "lake")) == sorted_gold(local_lake)
     capfd.readouterr()
     run = maintenance_dag.test(run_conf={"retain_hours": None, "dry_run": True})
     assert {str(ti.state) for ti in run.get_task_instances()} == {"success"}

@@ -27,7 +27,7 @@ def test_a_revision_1_lake_is_migrated_by_its_next_run(spark, small_demo, small_
     assert "migrated the lake to contract revision 2" in out and "nothing new to ingest; no table changed" in out
     messages = spark.read.format("delta").load(table_path(lake, "messages"))
     assert "as_of" not in messages.columns and messages.count() == rows
-    assert sorted_gold(spark, lake) == small_demo_gold  # statuses, rows and the instant: as they were
+    assert sorted_gold(lake) == small_demo_gold  # statuses, rows and the instant: as they were
     [row] = spark.read.format("delta").load(table_path(lake, "as_of")).collect()
     assert row["run_id"].endswith("-migration")
 

@@ -63,7 +63,7 @@ def copy_lake(source: str, target: Path) -> str:
 def snapshot(spark, lake_dir: str) -> dict:
     """Gold rows, and bronze/quarantine/outbox contents without ingestion metadata (the
     outbox's events are the same whichever run made them)."""
-    out = {name: project(rows, None) for name, rows in read_gold(spark, lake_dir).items()}
+    out = {name: project(rows, None) for name, rows in read_gold(lake_dir).items()}
     for name in ("bronze_messages", "bronze_workflow_events", "quarantine", "outbox"):
         df = spark.read.format("delta").load(table_path(lake_dir, name))
         out[name] = sorted(tuple(r) for r in df.drop("_ingested_at", "_run_id").collect())

@@ -49,7 +49,7 @@ def s3_lake(s3_spark, s3, small_demo):
 
 def test_a_run_on_object_storage_gives_the_gold_of_a_local_run(s3_spark, s3_lake, small_demo_gold):
     landing, lake = s3_lake
-    assert sorted_gold(s3_spark, lake) == small_demo_gold
+    assert sorted_gold(lake) == small_demo_gold
     ingested = meta.ingested(lake)  # delta-rs, on the same store
     assert len(ingested) == 7 and all(path.startswith(f"{landing}/") for path, _, _ in ingested)
     state = keys(f"{lake}/_state")
@@ -92,7 +92,7 @@ def test_a_staged_run_keeps_its_frames_under_the_lake_uri(s3_spark, s3_lake, sma
     landing, lake = s3_lake
     bucket, prefix = objectstore.split(landing)
     objectstore.client().delete_object(Bucket=bucket, Key=f"{prefix}/messages/bad.jsonl")
-    gold = sorted_gold(s3_spark, lake)
+    gold = sorted_gold(lake)
     first = min(small_demo[0].glob("messages/**/*.jsonl"))
     objectstore.client().upload_file(str(first), bucket, f"{prefix}/messages/again.jsonl")  # its records replayed
     run_id = stepwise.prepare(s3_spark, landing, lake, max_quarantine_ratio=1.0)  # its two bad lines too
@@ -104,13 +104,13 @@ def test_a_staged_run_keeps_its_frames_under_the_lake_uri(s3_spark, s3_lake, sma
     assert "plan.json" in keys(staged) and any(k.startswith("bronze") for k in keys(staged)), keys(staged)
     result = stepwise.publish(s3_spark, lake, run_id)
     assert (result.files, result.records_read) == (1, sum(map(bool, first.read_text().splitlines()))) and keys(staged) == []
-    assert sorted_gold(s3_spark, lake) == gold  # exact replays collapsed
+    assert sorted_gold(lake) == gold  # exact replays collapsed
 
 
 def test_maintenance_and_readers_without_spark(s3_spark, s3_lake):
     _, lake = s3_lake
     assert cli.main(["maintain", "--lake", lake]) == 0
-    gold = sorted_gold(s3_spark, lake)
+    gold = sorted_gold(lake)
     env = {**os.environ, "AWS_ENDPOINT_URL": os.environ["CORRELAKE_S3_ENDPOINT"], "AWS_ALLOW_HTTP": "true"}
     done = subprocess.run([sys.executable, str(PROJECT_ROOT / "examples" / "read_gold_duckdb.py"), lake,
                            "SELECT count(*) AS n FROM gold_correlations", "--json"],

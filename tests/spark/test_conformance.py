@@ -62,7 +62,7 @@ def gold(spark, tmp_path_factory):
         env.setenv("CORRELAKE_RUN_PATH", "spark")
         assert cli.main(["run", "--landing", str(root / "landing"), "--lake", str(root / "lake"),
                          "--max-quarantine-ratio", "0.5"]) == 0
-    tables = read_gold(spark, str(root / "lake"))
+    tables = read_gold(str(root / "lake"))
     tables["quarantine"] = [r.asDict() for r in spark.read.format("delta").load(
         table_path(str(root / "lake"), "quarantine")).select("stream", "_line", "reason").collect()]
     return tables, layout

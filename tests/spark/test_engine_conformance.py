@@ -107,7 +107,7 @@ def run(spark, tmp_path_factory):
     views = {name: [r.asDict() for r in spark.sql(f"SELECT * FROM {name}").collect()]
              for name in ("unmapped_engine_records", "engine_differences")}
     read = lambda name: spark.read.format("delta").load(table_path(lake, name))  # noqa: E731
-    return {"gold": read_gold(spark, lake), "layout": layout, "export": export, "views": views, "bad": bad,
+    return {"gold": read_gold(lake), "layout": layout, "export": export, "views": views, "bad": bad,
             "records": export.records + bad, "fifo_opened": watcher.opened, "quarantined": read("quarantine").count(),
             "bronze": read("bronze_engine_records").groupBy("_is_replay").count().collect()}
 

@@ -134,7 +134,7 @@ def lake(spark, tmp_path_factory):
     for n, (records, path) in enumerate(((RUN_1, "spark"), (RUN_2, "driver"))):
         write_jsonl(root / "landing" / "zeebe" / f"{n}.jsonl", records)
         pipeline.run(spark, str(root / "landing"), lake, path=path)
-        golds.append(read_gold(spark, lake))
+        golds.append(read_gold(lake))
     return lake, *golds
 
 

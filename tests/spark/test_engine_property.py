@@ -64,8 +64,8 @@ def test_exporter_records_in_shuffled_runs_definitions_last_match_the_reference(
         unmapped = {(r["partition_id"], r["position"]): r["why"] for r in spark.sql(
             "SELECT partition_id, position, why FROM unmapped_engine_records").collect()}
         try:
-            assert_gold_equals(read_gold(spark, lake), reference(*export.canonical(present)))
+            assert_gold_equals(read_gold(lake), reference(*export.canonical(present)))
             assert unmapped == dict.fromkeys(export.waiting(present), "NO_DEFINITION")
         except AssertionError as failed:
             raise AssertionError(f"after run {n} ({path}): {failed}") from failed
-    assert_gold_equals(read_gold(spark, lake), reference(*export.canonical()))
+    assert_gold_equals(read_gold(lake), reference(*export.canonical()))

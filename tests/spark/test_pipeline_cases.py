@@ -79,14 +79,14 @@ def runs(spark, tmp_path_factory):
         write_jsonl(root / "landing" / "messages" / f"{n}.jsonl", messages)
         write_jsonl(root / "landing" / "workflow_events" / f"{n}.jsonl", events)
         if n == 1:
-            after_first, first_gold = versions(lake), read_gold(spark, lake)
+            after_first, first_gold = versions(lake), read_gold(lake)
         result = pipeline.run(spark, str(root / "landing"), lake, max_quarantine_ratio=1.0, path="spark")
     return lake, after_first, result, first_gold
 
 
 @pytest.fixture(scope="module")
 def gold(spark, runs):
-    return read_gold(spark, runs[0])
+    return read_gold(runs[0])
 
 
 def rows(gold, table: str, tenant: str) -> list[dict]:

@@ -80,7 +80,7 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
     root = tmp_path_factory.mktemp("one")
     one_lake = str(root / "lake")
     run_on(spark, landing(root / "landing", [(messages, events)]), one_lake, "spark")
-    one = read_gold(spark, one_lake)
+    one = read_gold(one_lake)
     assert_gold_equals(one, want)
     # Explanations: one row per object of no correlation, the model's first reason, related object and gap
     catalog.register(spark, one_lake, ["explanations"])
@@ -130,7 +130,7 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
     lake = lakes["driver"]
     before = lake_tables.version(table_path(lake, "outbox"))
     assert cli.main(["rebuild", "--lake", lake]) == 0  # silver and gold again, from bronze
-    assert_same_gold(read_gold(spark, lake), one)
+    assert_same_gold(read_gold(lake), one)
     assert lake_tables.version(table_path(lake, "outbox")) == before
 
 

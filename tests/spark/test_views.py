@@ -18,7 +18,7 @@ HOUR = 3_600_000
 @pytest.fixture(scope="module")
 def gold(spark, demo_lake):
     catalog.register(spark, demo_lake)
-    return read_gold(spark, demo_lake)
+    return read_gold(demo_lake)
 
 
 def rows(spark, sql: str) -> list[dict]:

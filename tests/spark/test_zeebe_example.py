@@ -40,7 +40,7 @@ def test_the_run_reads_every_line(lake):
 
 
 def test_gold(spark, lake):
-    gold = read_gold(spark, lake[0])
+    gold = read_gold(lake[0])
     assert sorted((c["message_key"], c["bpmn_process_id"], c["process_instance_key"], c["element_instance_key"],
                    c["element_id"], c["subscription_type"], c["correlated_at"]) for c in gold["correlations"]) == [
         (M1, "order-fulfilment", str(I1), str(T1), "wait-for-payment", "CATCH", T0 + 5_000),

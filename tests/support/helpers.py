@@ -15,7 +15,7 @@ from pathlib import Path
 
 from correlake.config import GOLD_TABLES, TABLES, table_path
 from correlake.contract.records import parse_line
-from correlake.contract.schemas import GOLD, GOLD_TIMES
+from correlake.contract.schemas import GOLD
 from correlake.driver import launch
 from correlake.lake import tables as lake
 
@@ -62,25 +62,22 @@ def versions(lake_dir: str) -> dict[str, int]:
     return {name: lake.version(table_path(lake_dir, name)) for name in TABLES}
 
 
-def read_gold(spark, lake: str) -> dict[str, list[dict]]:
+def read_gold(lake: str) -> dict[str, list[dict]]:
     """Every gold table as dicts, and gold/as_of's instant (not the run that set it) as `as_of`;
-    timestamps as epoch millis."""
-    from pyspark.sql import functions as F
+    timestamps as epoch millis. Read with delta-rs, no Spark job (gold has no deletion vectors,
+    which delta-rs would refuse)."""
+    from .lake_rows import table_rows
 
-    out = {}
-    for name in GOLD_TABLES:
-        df = spark.read.format("delta").load(table_path(lake, name))
-        cols = [F.unix_millis(c).alias(c) if c in GOLD_TIMES[name] else F.col(c) for c in GOLD[name].fieldNames()]
-        out[name] = [r.asDict() for r in df.select(*cols).collect()]
-    out["as_of"] = [r.asDict() for r in spark.read.format("delta").load(table_path(lake, "as_of"))
-                    .select(F.unix_millis("as_of").alias("as_of")).collect()]
+    out = {name: table_rows(lake, name, lambda _, name=name: GOLD[name].fieldNames()) for name in GOLD_TABLES}
+    out["as_of"] = table_rows(lake, "as_of", lambda _: ["as_of"])
+    assert None not in out.values(), f"{lake} lacks gold tables: {[n for n, rows in out.items() if rows is None]}"
     return out
 
 
-def sorted_gold(spark, lake: str) -> dict[str, list[str]]:
+def sorted_gold(lake: str) -> dict[str, list[str]]:
     """Every gold table as its sorted rows (JSON): equal for equal contents in any order."""
     return {table: sorted(json.dumps(row, sort_keys=True, default=str) for row in rows)
-            for table, rows in read_gold(spark, lake).items()}
+            for table, rows in read_gold(lake).items()}
 
 
 def as_revision_1(spark, lake: str) -> None:

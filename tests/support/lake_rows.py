@@ -23,18 +23,24 @@ def lake_rows(lake: str, run_numbers: dict[str, int]) -> dict[str, list[dict]]:
     millis, a run id as its number in `run_numbers`, WHEN's and RUN_WHEN's columns left out."""
     out = {}
     for name in TABLES:
-        table = deltars.table(lake, name)
-        if table is None:  # a table the lake's kind of input never makes (a canonical lake's engine tables)
-            out[name] = None
-            continue
         left_out = WHEN | RUN_WHEN if name == "runs" else WHEN
-        columns = [f.name for f in table.schema().fields if f.name not in left_out]
-        rows = deltars.read(table, columns)
-        values = {c: _values(rows.column(c)) for c in columns}
-        for c in RUN_IDS & values.keys():
-            values[c] = [run_numbers[v] for v in values[c]]
-        out[name] = [dict(zip(columns, row, strict=True)) for row in zip(*values.values(), strict=True)]
+        rows = table_rows(lake, name, lambda columns, left_out=left_out: [c for c in columns if c not in left_out])
+        for row in rows or []:  # None: a table the lake's kind of input never makes (a canonical lake's engine tables)
+            row.update({c: run_numbers[row[c]] for c in RUN_IDS & row.keys()})
+        out[name] = rows
     return out
+
+
+def table_rows(lake: str, name: str, chosen=lambda columns: columns) -> list[dict] | None:
+    """The rows of the lake's table `name` as dicts of the columns `chosen` keeps of the
+    table's, times as epoch millis; None if the lake has no such table."""
+    table = deltars.table(lake, name)
+    if table is None:
+        return None
+    columns = chosen([f.name for f in table.schema().fields])
+    fetched = deltars.read(table, columns)
+    values = [_values(fetched.column(c)) for c in columns]
+    return [dict(zip(columns, row, strict=True)) for row in zip(*values, strict=True)]
 
 
 def _values(column: pa.ChunkedArray) -> list:

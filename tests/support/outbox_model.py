@@ -66,7 +66,7 @@ def gold_as_events(gold_correlations: list[dict]) -> list[tuple]:
 
 def assert_outbox_agrees(spark, lake: str) -> list[dict]:
     """`assert_events_agree` on the lake's outbox and gold, read with Spark. Returns the events."""
-    return assert_events_agree(read_outbox(spark, lake), read_gold(spark, lake)["correlations"])
+    return assert_events_agree(read_outbox(spark, lake), read_gold(lake)["correlations"])
 
 
 def assert_events_agree(events: list[dict], gold_correlations: list[dict]) -> list[dict]:
