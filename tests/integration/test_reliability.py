@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from support.generators import combine, generate_cases
 from support.helpers import flock_waiters, project, read_gold, versions, write_jsonl
+from support.lake_rows import table_rows
 from support.outbox_model import assert_outbox_agrees
 
 from correlake.config import TABLES, data_docs_dir, table_path
@@ -33,6 +34,7 @@ from correlake.run.staged import LakeMoved
 from correlake.run.store import staged_runs_dir
 
 CRASH_POINTS = ("silver", "merge")
+INGESTION = ("_ingested_at", "_run_id")  # when and by which run a record came: not in a snapshot
 HERE = Path(__file__).parents[1] / "support"  # where crash_child.py is
 
 
@@ -52,7 +54,7 @@ def world(spark, tmp_path_factory):
     reference = copy_lake(base, root / "reference")
     pipeline.run(spark, str(landing), reference, max_quarantine_ratio=1.0)
     assert_outbox_agrees(spark, reference)
-    return landing, base, reference, snapshot(spark, reference)
+    return landing, base, reference, snapshot(reference)
 
 
 def copy_lake(source: str, target: Path) -> str:
@@ -60,13 +62,12 @@ def copy_lake(source: str, target: Path) -> str:
     return str(target)
 
 
-def snapshot(spark, lake_dir: str) -> dict:
+def snapshot(lake_dir: str) -> dict:
     """Gold rows, and bronze/quarantine/outbox contents without ingestion metadata (the
-    outbox's events are the same whichever run made them)."""
+    outbox's events are the same whichever run made them); read with delta-rs."""
     out = {name: project(rows, None) for name, rows in read_gold(lake_dir).items()}
     for name in ("bronze_messages", "bronze_workflow_events", "quarantine", "outbox"):
-        df = spark.read.format("delta").load(table_path(lake_dir, name))
-        out[name] = sorted(tuple(r) for r in df.drop("_ingested_at", "_run_id").collect())
+        out[name] = project(table_rows(lake_dir, name, lambda columns: [c for c in columns if c not in INGESTION]), None)
     return out
 
 
@@ -99,7 +100,7 @@ def test_a_run_killed_anywhere_is_rolled_back_and_the_next_run_converges(spark, 
             name: v if v >= 0 else None for name, v in before.items()}, point
         result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
         assert not result.nothing_new and result.rolled_back == dead_run, point
-        assert snapshot(spark, lake_dir) == reference, f"killed during {point}: the rerun did not converge"
+        assert snapshot(lake_dir) == reference, f"killed during {point}: the rerun did not converge"
         assert not (Path(lake_dir) / "_state" / "inflight.json").exists()
 
 
@@ -109,7 +110,7 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
     exits 143; a second SIGTERM, during the rollback, waits for it to end. The next run converges."""
     landing, base, _, reference = world
     lake_dir = copy_lake(base, tmp_path / "term")
-    before = snapshot(spark, lake_dir)
+    before = snapshot(lake_dir)
     real, real_restore, signalled, restored = restate.merge, journal.deltars.restore, [], []
 
     def restate_then_stop(*args, **kwargs):
@@ -134,10 +135,10 @@ def test_a_stopped_run_says_so_and_rolls_back_at_once(spark, world, tmp_path, ca
     assert "Traceback" not in err and " ERROR " not in err, err[-3000:]
     assert signal.getsignal(signal.SIGTERM) is on_sigterm  # as before the run
     assert journal.unfinished_run(lake_dir) is None and not (Path(lake_dir) / "_state" / "lock").exists()
-    assert len(restored) >= 1 and snapshot(spark, lake_dir) == before
+    assert len(restored) >= 1 and snapshot(lake_dir) == before
     monkeypatch.undo()
     pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
-    assert snapshot(spark, lake_dir) == reference
+    assert snapshot(lake_dir) == reference
 
 
 def test_a_run_stopped_while_a_gate_is_checked_beside_a_stage_stops_whole(spark, world, tmp_path, capfd,
@@ -147,7 +148,7 @@ def test_a_run_stopped_while_a_gate_is_checked_beside_a_stage_stops_whole(spark,
     ended with it, and the lake is as it was."""
     landing, base, _, _ = world
     lake_dir = copy_lake(base, tmp_path / "gated")
-    before = snapshot(spark, lake_dir)
+    before = snapshot(lake_dir)
     real_check, real_plans = gates.check, {b: b.plan_scope for b in (driver.Driver, spark_backend.Spark)}
     checking, stopped = threading.Event(), threading.Event()
 
@@ -174,7 +175,7 @@ def test_a_run_stopped_while_a_gate_is_checked_beside_a_stage_stops_whole(spark,
     assert err.strip().splitlines()[-1].startswith("correlake: stopped by SIGTERM; nothing of a run"), err
     assert "Traceback" not in err and " ERROR " not in err, err[-3000:]
     assert not [t for t in set(threading.enumerate()) - threads if t.name.startswith("ThreadPoolExecutor")]
-    assert journal.unfinished_run(lake_dir) is None and snapshot(spark, lake_dir) == before
+    assert journal.unfinished_run(lake_dir) is None and snapshot(lake_dir) == before
 
 
 def test_a_run_stopped_after_its_publish_says_it_was_published(spark, world, tmp_path, capfd, monkeypatch):
@@ -197,7 +198,7 @@ def test_a_run_stopped_after_its_publish_says_it_was_published(spark, world, tmp
     last = err.strip().splitlines()[-1]
     assert last.startswith("correlake: stopped by SIGTERM after run ") and "was published" in last, err
     monkeypatch.undo()
-    assert journal.unfinished_run(lake_dir) is None and snapshot(spark, lake_dir) == reference
+    assert journal.unfinished_run(lake_dir) is None and snapshot(lake_dir) == reference
     assert pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0).nothing_new
 
 
@@ -235,7 +236,7 @@ def test_two_runs_at_once_one_proceeds_the_other_waits_or_is_refused(spark, worl
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--wait", "600"]) == 0
     assert first.wait() == 0, first.communicate()[0]
     assert "nothing new" in capsys.readouterr().out  # it waited, then found the work done
-    assert snapshot(spark, lake_dir) == reference
+    assert snapshot(lake_dir) == reference
 
 
 def test_staged_run_publishes_once_and_refuses_a_lake_that_moved(spark, world, tmp_path):
@@ -247,10 +248,10 @@ def test_staged_run_publishes_once_and_refuses_a_lake_that_moved(spark, world, t
         stepwise.check(spark, lake_dir, run_id, stage)
     stale = stepwise.prepare(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
     stepwise.publish(spark, lake_dir, run_id)
-    assert snapshot(spark, lake_dir) == reference
+    assert snapshot(lake_dir) == reference
     assert not (Path(staged_runs_dir(lake_dir)) / run_id).exists()
     with pytest.raises(LakeMoved, match="start a new one"):
         stepwise.publish(spark, lake_dir, stale)
-    assert snapshot(spark, lake_dir) == reference
+    assert snapshot(lake_dir) == reference
     assert stepwise.prepare(spark, str(landing), lake_dir).nothing_new
 
