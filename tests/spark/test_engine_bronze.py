@@ -137,6 +137,8 @@ def test_a_search_hit_is_read_as_its_source_and_replays_collapse_by_partition_an
     assert json.loads(hit_row["raw"])["_source"]["position"] == 13  # raw: the line as it came
     replays = sorted((Path(r["_source_file"]).name, r["_line"]) for r in table if r["_is_replay"])
     assert replays == [("a.jsonl", 6), ("c.jsonl", 1), ("c.jsonl", 3)]  # in the run, and against bronze
+    hashed = sorted((Path(r["_source_file"]).name, r["_line"]) for r in table if r["_record_hash"] is not None)
+    assert hashed == [("a.jsonl", 5), ("a.jsonl", 6), ("a.jsonl", 7), ("c.jsonl", 1), ("c.jsonl", 3)]  # came twice
     standing = [(r["partition_id"], r["position"]) for r in table if not r["_is_replay"]]
     assert len(standing) == len(set(standing)) == 10
 

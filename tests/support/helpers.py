@@ -105,7 +105,7 @@ def parsed(stream: str, records: list[dict]) -> list[dict]:
     """Distinct parsed records of a stream (exact replays collapsed: first one stands)."""
     seen, out = set(), []
     for r in records:
-        rec, _ = parse_line(stream, json.dumps(r).encode())
+        rec = parse_line(stream, json.dumps(r).encode())
         if rec["position"] not in seen:
             seen.add(rec["position"])
             out.append(rec)

@@ -12,7 +12,7 @@ from deltalake import write_deltalake
 
 from correlake.config import table_path
 from correlake.contract.parsing import BadRecord
-from correlake.contract.records import parse_line
+from correlake.contract.records import parse_line, record_hash
 from correlake.lake.landing import listing, unread
 from correlake.lake.preflight import MixedInput, require_one_kind
 
@@ -32,7 +32,7 @@ def reason(raw: bytes) -> str:
 
 
 def test_the_envelope_is_read_and_the_value_kept_as_compact_json_with_exact_integers():
-    record, _ = parse_line("zeebe", line())
+    record = parse_line("zeebe", line())
     assert record == {"partition_id": 1, "position": 7, "key": 2251799813685249, "timestamp": 1767225600000,
                       "record_type": "EVENT", "value_type": "MESSAGE", "intent": "PUBLISHED", "tenant_id": "t1",
                       "value": '{"name":"m","correlationKey":"k","tenantId":"t1","big":123456789012345678901234567890}'}
@@ -40,11 +40,11 @@ def test_the_envelope_is_read_and_the_value_kept_as_compact_json_with_exact_inte
 
 @pytest.mark.parametrize("value", [{}, {"tenantId": None}, {"tenantId": ""}])
 def test_a_missing_null_or_empty_tenant_id_is_the_default_tenant(value):
-    assert parse_line("zeebe", line(value=value))[0]["tenant_id"] == "<default>"
+    assert parse_line("zeebe", line(value=value))["tenant_id"] == "<default>"
 
 
 def test_a_key_of_minus_one_and_any_record_type_or_kind_are_envelopes():  # commands, rejections, jobs: ignored later
-    record, _ = parse_line("zeebe", line(key=-1, recordType="COMMAND_REJECTION", valueType="JOB", intent="X"))
+    record = parse_line("zeebe", line(key=-1, recordType="COMMAND_REJECTION", valueType="JOB", intent="X"))
     assert (record["key"], record["record_type"], record["value_type"]) == (-1, "COMMAND_REJECTION", "JOB")
 
 
@@ -89,8 +89,8 @@ def test_a_line_that_is_not_a_json_object_is_a_reason(raw, expected):
 def test_a_search_hit_is_read_as_its_source_and_hashed_as_it():
     hit = json.dumps({"_index": "zeebe-record_message_8.5.0_2026-01-01", "_id": "1-7", "_score": 1.0,
                       "_source": {**RECORD, "value": dict(reversed(RECORD["value"].items()))}}).encode()
-    assert parse_line("zeebe", hit)[1] == parse_line("zeebe", line())[1]  # equal as parsed JSON: a replay
-    assert parse_line("zeebe", line(_source="not an object"))[0]["position"] == 7  # not a hit: the line itself
+    assert record_hash("zeebe", hit) == record_hash("zeebe", line())  # equal as parsed JSON: a replay
+    assert parse_line("zeebe", line(_source="not an object"))["position"] == 7  # not a hit: the line itself
     assert reason(json.dumps({"_source": {**RECORD, "value": None}}).encode()) == "wrong type of value"
 
 

@@ -18,7 +18,7 @@ from correlake.contract.parsing import (
     normalise_key,
     parse_time,
 )
-from correlake.contract.records import parse_line
+from correlake.contract.records import parse_line, record_hash
 from correlake.interfaces.options import as_of
 
 MSG = {"position": 1, "name": "m", "correlation_key": "k", "published_at": "2026-01-01T00:00:00Z"}
@@ -48,7 +48,7 @@ def test_correlation_keys_normalise(value, expected):
 def test_long_integers_are_read_exactly_up_to_a_limit():
     digits = "9" * 5000  # past Python's default limit of 4,300 digits (was "invalid JSON")
     raw = msg(variables={"big": 1}).replace(b'"big": 1', f'"big": {digits}'.encode())
-    record = parse_line("messages", raw.replace(b'"k"', f"-{digits}".encode()))[0]
+    record = parse_line("messages", raw.replace(b'"k"', f"-{digits}".encode()))
     assert record["correlation_key"] == f"-{digits}" and record["variables"] == f'{{"big":{digits}}}'
     too_long = msg().replace(b'"k"', b"1" * (MAX_INT_DIGITS + 1))
     assert bad("messages", too_long) == (f"number out of range: an integer of {MAX_INT_DIGITS + 1} digits "
@@ -73,14 +73,14 @@ def test_times(text, millis):
 
 
 def test_message_defaults():
-    record, digest = parse_line("messages", msg(extra={"kept": "in raw"}))
+    record = parse_line("messages", msg(extra={"kept": "in raw"}))
     assert record["ttl_ms"] == 3_600_000 and record["tenant_id"] == "<default>"
     assert record["message_id"] is None and record["variables"] == "{}"
-    assert parse_line("messages", msg(message_id="", tenant_id=""))[0]["message_id"] is None
-    nulls = parse_line("messages", msg(ttl_ms=None, message_id=None, variables=None, tenant_id=None))[0]
+    assert parse_line("messages", msg(message_id="", tenant_id=""))["message_id"] is None
+    nulls = parse_line("messages", msg(ttl_ms=None, message_id=None, variables=None, tenant_id=None))
     assert (nulls["ttl_ms"], nulls["message_id"], nulls["variables"], nulls["tenant_id"]) == (
         3_600_000, None, "{}", "<default>")
-    assert len(digest) == 32
+    assert len(record_hash("messages", msg(extra={"kept": "in raw"}))) == 32
 
 
 def nested(levels: int, bottom: str = "1.0", field: str = "variables") -> bytes:
@@ -90,21 +90,21 @@ def nested(levels: int, bottom: str = "1.0", field: str = "variables") -> bytes:
 
 
 def test_nesting_is_limited_and_a_deep_line_is_quarantined_not_a_crash():
-    record = parse_line("messages", nested(MAX_DEPTH))[0]
+    record = parse_line("messages", nested(MAX_DEPTH))
     assert record["variables"].count("[") == record["variables"].count("]") == MAX_DEPTH - 2
-    assert parse_line("messages", nested(MAX_DEPTH, field="unread"))[0]["variables"] == "{}"
+    assert parse_line("messages", nested(MAX_DEPTH, field="unread"))["variables"] == "{}"
     for levels, field in ((MAX_DEPTH + 1, "variables"), (MAX_DEPTH + 1, "unread"),  # a field no step reads
                           (600, "variables"),  # 1.0 at the bottom: a RecursionError stopped the run
                           (995, "variables")):  # the reader's own limit (also a RecursionError)
         assert bad("messages", nested(levels, field=field)) == (
             f"nested too deeply: arrays and objects more than {MAX_DEPTH} levels deep"), (levels, field)
     wide = msg(variables={"list": [{"a": [i]} for i in range(2 * MAX_DEPTH)]})  # many brackets, 5 levels
-    assert json.loads(parse_line("messages", wide)[0]["variables"])["list"][-1] == {"a": [2 * MAX_DEPTH - 1]}
+    assert json.loads(parse_line("messages", wide)["variables"])["list"][-1] == {"a": [2 * MAX_DEPTH - 1]}
 
 
 def test_equal_as_parsed_json_is_the_same_record():
-    a = parse_line("messages", b'{"position":1,"name":"m","correlation_key":"k","published_at":1}')[1]
-    b = parse_line("messages", b'{ "published_at": 1, "correlation_key": "k", "name": "m", "position": 1 }')[1]
+    a = record_hash("messages", b'{"position":1,"name":"m","correlation_key":"k","published_at":1}')
+    b = record_hash("messages", b'{ "published_at": 1, "correlation_key": "k", "name": "m", "position": 1 }')
     assert a == b
 
 
@@ -117,7 +117,7 @@ def test_equal_as_parsed_json_is_the_same_record():
     ({"a": 1}, {"a": "1"}, False),
 ])
 def test_replay_equality_is_equality_of_parsed_json(one, other, equal):
-    hashes = [parse_line("messages", json.dumps({**MSG, "variables": v}).encode())[1] for v in (one, other)]
+    hashes = [record_hash("messages", json.dumps({**MSG, "variables": v}).encode()) for v in (one, other)]
     assert (hashes[0] == hashes[1]) is equal
 
 
@@ -173,7 +173,7 @@ def test_times_and_deadlines_at_the_ends_of_the_range_are_accepted():
     """Year 1 to the last millisecond of 9999, for a time as for a deadline (`published_at + ttl_ms`)."""
     for changes in ({"published_at": MIN_MILLIS}, {"published_at": MAX_MILLIS, "ttl_ms": 0},
                     {"ttl_ms": MAX_MILLIS - T0}):
-        record = parse_line("messages", msg(**changes))[0]
+        record = parse_line("messages", msg(**changes))
         assert record["published_at"] + record["ttl_ms"] in (MIN_MILLIS + 3_600_000, MAX_MILLIS), changes
 
 
@@ -182,20 +182,20 @@ def ev(**changes):
 
 
 def test_subscription_defaults():
-    record, _ = parse_line("workflow_events", ev())
+    record = parse_line("workflow_events", ev())
     assert record["process_version"] == 1 and record["interrupting"] is True
     assert record["process_instance_key"] == "1" and record["element_id"] is None
-    record, _ = parse_line("workflow_events", ev(element_type="RECEIVE_TASK", interrupting=False))
+    record = parse_line("workflow_events", ev(element_type="RECEIVE_TASK", interrupting=False))
     assert record["interrupting"] is True  # only read for boundary events and event subprocesses
-    record, _ = parse_line("workflow_events", ev(interrupting=False))
+    record = parse_line("workflow_events", ev(interrupting=False))
     assert record["interrupting"] is False
-    record, _ = parse_line("workflow_events", ev(interrupting=None, tenant_id=""))
+    record = parse_line("workflow_events", ev(interrupting=None, tenant_id=""))
     assert record["interrupting"] is True and record["tenant_id"] == "<default>"
     deployed = {"position": 3, "type": "PROCESS_DEPLOYED", "timestamp": 1, "bpmn_process_id": "p", "process_version": 2}
     for starts in ({}, {"message_start_events": None}):
-        assert parse_line("workflow_events", json.dumps({**deployed, **starts}).encode())[0][
+        assert parse_line("workflow_events", json.dumps({**deployed, **starts}).encode())[
             "message_start_events"] == []
-    record, _ = parse_line("workflow_events", ev(bpmn_process_id="", position=-2**63))
+    record = parse_line("workflow_events", ev(bpmn_process_id="", position=-2**63))
     assert record["bpmn_process_id"] == "" and record["position"] == -2**63  # only names must be non-empty
 
 

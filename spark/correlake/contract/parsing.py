@@ -70,7 +70,7 @@ def _reject_constant(name: str):
 
 class _Floats:
     """The decoder's `parse_float`: finite floats only; notes whether a line had an
-    integral one (`1.0`, `1e2`), which equals an integer as parsed JSON (see `parse_line`)."""
+    integral one (`1.0`, `1e2`), which equals an integer as parsed JSON (see `canonical_bytes`)."""
 
     integral = False
 
@@ -84,7 +84,7 @@ class _Floats:
 
 
 def _parse_int(text: str) -> int:
-    """The decoder's `parse_int`: exact, up to MAX_INT_DIGITS digits."""
+    """`_EXACT`'s `parse_int`: exact, up to MAX_INT_DIGITS digits."""
     if (digits := len(text) - text.startswith("-")) > MAX_INT_DIGITS:
         raise BadRecord(f"number out of range: an integer of {digits} digits (at most {MAX_INT_DIGITS})")
     if digits > sys.get_int_max_str_digits() > 0:  # Python's guard, 4,300 digits by default
@@ -204,9 +204,12 @@ def tenant_field(obj: dict, field: str = "tenant_id", named: str | None = None) 
     return value
 
 
-# Built once: `json.loads`/`json.dumps` with options build a new decoder/encoder per call.
+# Built once: `json.loads`/`json.dumps` with options build a new decoder/encoder per call. Integers are
+# read by the C scanner itself; a line it refuses otherwise than as invalid JSON (an integer past Python's
+# limit of digits) is read again by `_EXACT`, whose `parse_int` hook (a Python call per integer) reads it.
 _FLOATS = _Floats()
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_FLOATS, parse_int=_parse_int)
+_DECODER = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_FLOATS)
+_EXACT = json.JSONDecoder(parse_constant=_reject_constant, parse_float=_FLOATS, parse_int=_parse_int)
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
 
@@ -217,11 +220,19 @@ def compact_json(value) -> str:
 
 
 def canonical_bytes(obj: dict) -> bytes:
-    """The line's JSON as equal-as-parsed-JSON compares lines (1.0 is 1): what its content hash is of."""
-    try:
-        return canonical_json(_integral_floats_as_ints(obj) if _FLOATS.integral else obj).encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate escape such as "\ud800": not Unicode text
-        raise BadRecord("invalid JSON: unpaired surrogate escape in a string") from None
+    """The JSON of a line just decoded (`decode`, `check_text`), as equal-as-parsed-JSON compares lines
+    (1.0 is 1): what its content hash is of."""
+    return canonical_json(_integral_floats_as_ints(obj) if _FLOATS.integral else obj).encode("utf-8")
+
+
+def check_text(raw: bytes, obj: dict) -> None:
+    """BadRecord if a string of `obj`, decoded from `raw`, holds a lone surrogate escape such as
+    "\\ud800" (not Unicode text): looked for only when `raw` has an escape that may be one."""
+    if b"\\ud" in raw or b"\\uD" in raw:
+        try:
+            compact_json(obj).encode("utf-8")
+        except UnicodeEncodeError:
+            raise BadRecord("invalid JSON: unpaired surrogate escape in a string") from None
 
 
 def canonical_json(value) -> str:
@@ -237,8 +248,7 @@ def decode(raw: bytes) -> dict:
     try:
         if text.startswith("\ufeff"):  # as json.loads does
             raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
-        _FLOATS.integral = False
-        obj = _DECODER.decode(text)
+        obj = _decoded(text)
     except BadRecord:
         raise
     except RecursionError:
@@ -250,6 +260,17 @@ def decode(raw: bytes) -> dict:
     if raw.count(b"[") + raw.count(b"{") > MAX_DEPTH:  # else it cannot nest that deep
         _check_depth(obj)
     return obj
+
+
+def _decoded(text: str):
+    _FLOATS.integral = False
+    try:
+        return _DECODER.decode(text)
+    except (json.JSONDecodeError, BadRecord):
+        raise
+    except ValueError:  # an integer of more digits than Python converts by default (or a constant)
+        _FLOATS.integral = False
+        return _EXACT.decode(text)
 
 
 def _too_deep() -> BadRecord:

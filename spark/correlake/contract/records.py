@@ -1,6 +1,7 @@
 """A landing line as a record (contract.md): `parse_line` turns its raw bytes into a
-normalised record dict and a content hash, or raises `BadRecord` naming every fault of
-the line ("; " between them), not only its first. Its values: `parsing.py`."""
+normalised record dict, or raises `BadRecord` naming every fault of the line ("; " between
+them), not only its first; `record_hash` gives an accepted line's content hash. Its values:
+`parsing.py`."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from correlake.contract.parsing import (
     BadRecord,
     Faults,
     canonical_bytes,
+    check_text,
     compact_json,
     decode,
     instance_key,
@@ -143,12 +145,21 @@ def parse_workflow_event(obj: dict) -> dict:
 PARSERS = {"messages": parse_message, "workflow_events": parse_workflow_event, ENGINE_STREAM: parse_engine_record}
 
 
-def parse_line(stream: str, raw: bytes) -> tuple[dict, str]:
-    """Return (normalised record, content hash) or raise BadRecord; an exporter record's of
-    the record it holds (a search hit's `_source`), which replays are compared as."""
+def _record(stream: str, raw: bytes) -> dict:
+    """The JSON a line holds as a record: an exporter record's is the record it holds (a search hit's
+    `_source`), which replays are compared as."""
     obj = decode(raw)
-    if stream == ENGINE_STREAM:
-        obj = source(obj)
-    canonical = canonical_bytes(obj)
-    record = PARSERS[stream](obj)
-    return record, hashlib.sha256(canonical).hexdigest()[:32]
+    obj = source(obj) if stream == ENGINE_STREAM else obj
+    check_text(raw, obj)
+    return obj
+
+
+def parse_line(stream: str, raw: bytes) -> dict:
+    """Return the normalised record or raise BadRecord."""
+    return PARSERS[stream](_record(stream, raw))
+
+
+def record_hash(stream: str, raw: bytes) -> str:
+    """The content hash of an accepted line: equal for records equal as parsed JSON (contract.md
+    *Replays*), which bronze compares only for an identity that comes twice."""
+    return hashlib.sha256(canonical_bytes(_record(stream, raw))).hexdigest()[:32]

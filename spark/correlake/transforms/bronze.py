@@ -21,7 +21,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from correlake.config import ENGINE_STREAM, LONG_LINE_RAW_BYTES, MAX_LINE_BYTES, PARSED_BATCH_BYTES, S3Settings
 from correlake.contract.engine_records import USED_SQL
 from correlake.contract.parsing import BadRecord
-from correlake.contract.records import parse_line
+from correlake.contract.records import parse_line, record_hash
 from correlake.contract.schemas import PARSED, STREAM_FIELDS, STREAM_TIME
 from correlake.lake.landing import LandingFile, NotRead, open_file
 from correlake.transforms.sequential import to_batches
@@ -156,12 +156,9 @@ def parse_file(stream: str, path: str, file: BinaryIO, skip: int = 0) -> Iterato
             continue
         row["raw"] = _decoded(raw)
         try:
-            record, digest = parse_line(stream, raw)
+            row.update(parse_line(stream, raw))
         except BadRecord as exc:
             row["reason"] = str(exc)
-        else:
-            row.update(record)
-            row["_record_hash"] = digest
         yield row
     if gunzip is not None and gunzip.broken is not None:
         yield {"stream": stream, "_source_file": path, "_line": number + 1 if number or partial else 0,
@@ -225,7 +222,8 @@ def file_batches(files: list[LandingFile], settings: S3Settings | None = None) -
                           max_weight=PARSED_BATCH_BYTES)
 
 
-KNOWN = "stream string, _partition int, position bigint, _record_hash string, _source_file string, _line bigint"
+KNOWN = ("stream string, _partition int, position bigint, _record_hash string, raw string, _source_file string, "
+         "_line bigint")
 # a record's identity: its position in its stream, and an exporter record's partition (0 for the canonical streams)
 _IDENTITY = ["stream", "_partition", "position"]
 
@@ -240,19 +238,40 @@ def classify(parsed: DataFrame, known: DataFrame) -> DataFrame:
     `known`: records already in bronze (`KNOWN`). The record that stands for an identity
     (position, and partition of an exporter record) is the known one, else the first of this
     run by (file path, line); an equal record is a replay, a different one a conflict.
-    One pass over `parsed` (bad lines have no position: they stay as they are); none over its
-    whole rows when no identity comes twice (`_collides`).
+    Only the records of an identity that comes twice (`_repeated`: a look at the key columns)
+    are compared, by their content hash (`record_hash` of their `raw`, or bronze's
+    `_record_hash` if it has one), in a window over their rows alone; the other rows, bad
+    lines included (no position), stay as they are.
     """
     ok = F.col("reason").isNull()
     keyed = parsed.withColumn("_partition", _partition(parsed))
-    if not _collides(keyed.where(ok).select(*_IDENTITY), known):  # every record new: no window over whole rows
+    repeated = _repeated(keyed.where(ok).select(*_IDENTITY), known).localCheckpoint()
+    if repeated.isEmpty():  # every record new: nothing to compare, no join
         return keyed.withColumn("_is_replay", F.lit(False)).drop("_partition")
-    w = Window.partitionBy(*_IDENTITY, ok).orderBy("_source_file", "_line")
-    entry = lambda h, f, n: F.struct(F.col(h).alias("h"), F.col(f).alias("f"), F.col(n).alias("l"))  # noqa: E731
-    k = known.select(*_IDENTITY, entry("_record_hash", "_source_file", "_line").alias("_known"))
-    rows = (keyed.withColumn("_first", F.first(entry("_record_hash", "_source_file", "_line")).over(w))
-                  .withColumn("_rank", F.row_number().over(w))
-                  .join(k, _IDENTITY, "left"))
+    marked = keyed.join(repeated.withColumn("_twice", F.lit(True)), _IDENTITY, "left")
+    single = marked.where(F.col("_twice").isNull()).withColumn("_is_replay", F.lit(False))
+    compared = _compared(marked.where(F.col("_twice")), known.join(repeated, _IDENTITY, "left_semi"))
+    return single.unionByName(compared).drop("_twice", "_partition")
+
+
+def _repeated(identities: DataFrame, known: DataFrame) -> DataFrame:
+    """The identities that come twice among `identities` or are `known`, once each (give
+    `identities` of a checkpointed frame: this is a job of its own)."""
+    twice = identities.groupBy(*_IDENTITY).count().where("count > 1").select(*_IDENTITY)
+    return twice.unionByName(identities.join(known.select(*_IDENTITY), _IDENTITY, "left_semi")).distinct()
+
+
+def _compared(rows: DataFrame, known: DataFrame) -> DataFrame:
+    """`classify` of the accepted `rows` whose identity comes twice, against its `known` records."""
+    digest = F.udf(lambda stream, raw: record_hash(stream, raw.encode("utf-8")), "string")
+    w = Window.partitionBy(*_IDENTITY).orderBy("_source_file", "_line")
+    entry = lambda h, f, n: F.struct(h.alias("h"), F.col(f).alias("f"), F.col(n).alias("l"))  # noqa: E731
+    k = known.select(*_IDENTITY, entry(F.coalesce("_record_hash", digest("stream", "raw")), "_source_file",
+                                       "_line").alias("_known"))
+    rows = (rows.withColumn("_record_hash", digest("stream", "raw"))
+                .withColumn("_first", F.first(entry(F.col("_record_hash"), "_source_file", "_line")).over(w))
+                .withColumn("_rank", F.row_number().over(w))
+                .join(k, _IDENTITY, "left"))
     standing = F.coalesce(F.col("_known"), F.col("_first"))
     is_new = F.col("_known").isNull() & (F.col("_rank") == 1)
     same = F.col("_record_hash") == standing["h"]
@@ -260,17 +279,9 @@ def classify(parsed: DataFrame, known: DataFrame) -> DataFrame:
         "conflicting position %d of partition %d: differs from the record at %s:%d",
         F.col("position"), F.col("_partition"), standing["f"], standing["l"])).otherwise(F.format_string(
             "conflicting position %d: differs from the record at %s:%d", F.col("position"), standing["f"], standing["l"]))
-    return (rows.withColumn("_is_replay", ok & ~is_new & same)
-                .withColumn("reason", F.when(~ok, F.col("reason")).when(is_new | same, F.lit(None))
-                            .otherwise(conflict_reason))
-                .drop("_first", "_rank", "_known", "_partition"))
-
-
-def _collides(identities: DataFrame, known: DataFrame) -> bool:
-    """Whether an identity comes twice among `identities` or is `known`: a look at the key
-    columns only (give `identities` of a checkpointed frame: this is a job of its own)."""
-    twice = identities.groupBy(*_IDENTITY).count().where("count > 1").select(*_IDENTITY)
-    return bool(twice.unionByName(identities.join(known.select(*_IDENTITY), _IDENTITY, "left_semi")).take(1))
+    return (rows.withColumn("_is_replay", ~is_new & same)
+                .withColumn("reason", F.when(is_new | same, F.lit(None)).otherwise(conflict_reason))
+                .drop("_first", "_rank", "_known"))
 
 
 def bronze_records(classified: DataFrame, stream: str) -> DataFrame:
@@ -299,7 +310,7 @@ def known_records(parsed: DataFrame, history: dict[str, DataFrame]) -> DataFrame
         if stream in ranges:
             known = known.unionByName(b.where(~F.col("_is_replay") & F.col("position").between(*ranges[stream]))
                                       .select(F.lit(stream).alias("stream"), _partition(b).alias("_partition"),
-                                              "position", "_record_hash", "_source_file", "_line"))
+                                              "position", "_record_hash", "raw", "_source_file", "_line"))
     return known
 
 
