@@ -11,10 +11,12 @@ import random
 import shutil
 
 import pytest
+from pyspark.sql import functions as F
 from support.generators import SEED, START_EVENTS, combine, generate_cases, shuffled_chunks
 from support.helpers import write_jsonl
 
 from correlake.config import STREAMS, table_path
+from correlake.contract.ordering import may_share_a_line_column
 from correlake.contract.schemas import GOLD_KEYS, KEY_GROUPS, SCOPE
 from correlake.lake import deltars
 from correlake.run import pipeline, stepwise
@@ -82,7 +84,7 @@ def test_both_restate_refresh_and_append_alike(run, spark):
     """The touched keys, a refresh's rows outside them, the restating MERGE and an append, each
     on its own copy of the lake: the same tables after."""
     staged, scopes, root = run
-    staged.store.put("touched_keys", scopes[Spark].touched_keys, narrow=True)
+    staged.store.put("touched_keys", scopes[Spark].touched_keys, checkpoint=False)
     touched = {backend: backend(staged).touched() for backend in (Driver, Spark)}
     assert touched[Driver] == set(rows(touched[Spark])) != set()
     current = spark.read.format("delta").load(table_path(staged.lake_dir, "subscriptions"))
@@ -102,27 +104,47 @@ def test_both_restate_refresh_and_append_alike(run, spark):
     assert tables[Driver] == tables[Spark]
 
 
-def test_the_driver_looks_up_the_touched_keys_outbox_events_as_the_join_finds_them(run, spark):
+def test_both_give_the_touched_keys_correlations_and_past_outbox_events_alike(run, spark):
+    """The lake's correlations of the touched keys, and those keys: the same rows from both; the
+    past events those of a plain join where no key's line may hold other keys (the driver's
+    delta-rs lookup; else it asks the Spark backend's join)."""
     staged, scopes, _ = run
-    assert Spark(staged).outbox_of_touched() is None  # the Spark backend joins the outbox in `new_events`
-    found = Driver(staged).outbox_of_touched()
-    if found is not None:  # None: a touched key's ordering line may hold other keys
-        outbox = staged.history("outbox").join(scopes[Spark].touched_keys.select(*SCOPE), SCOPE, "left_semi")
-        assert rows(found) == rows(outbox.select(*found.columns))
+    touched = scopes[Spark].touched_keys.select(*SCOPE)
+    alone = touched.where(~may_share_a_line_column(F.col("correlation_key")))
+    for keys in (touched, alone):
+        correlations = staged.history("correlations").join(keys, SCOPE, "left_semi")
+        found = {backend: backend(staged).outbox_of_touched(correlations, keys) for backend in (Driver, Spark)}
+        assert [frame.columns for frame in found[Driver]] == [frame.columns for frame in found[Spark]]
+        assert [rows(frame) for frame in found[Driver]] == [rows(frame) for frame in found[Spark]]
+    past = staged.history("outbox").join(alone, SCOPE, "left_semi")
+    assert rows(found[Driver][1]) == rows(past.select(*found[Driver][1].columns)) != []
 
 
-def test_a_run_too_large_for_the_driver_is_computed_again_on_spark_and_its_plan_says_so(run, spark, monkeypatch):
-    """`auto` plans the run on the driver; with no room there (a bound of 1), silver raises
-    TooLargeForDriver, computes again on the Spark backend, and the plan saved on disk (as
+def test_a_run_too_large_for_the_driver_plans_its_scope_again_on_spark_and_its_plan_says_so(run, spark, monkeypatch):
+    """`auto` plans the run on the driver; with no room there (a bound of 1), the driver's scope
+    raises TooLargeForDriver, the scope alone is planned again on the Spark backend (silver's
+    records, which do not depend on the backend, made once), and the plan saved on disk (as
     the Airflow tasks read it) names Spark from then on."""
     staged, _, root = run
     lake = str(root / "lake-fallback")
     shutil.copytree(staged.lake_dir, lake)
     monkeypatch.setattr(base, "DRIVER_ROOM_RECORDS", 1)
+    calls = []
+
+    def counted(name, real):
+        def call(*args, **kwargs):
+            calls.append(name)
+            return real(*args, **kwargs)
+        return call
+
+    monkeypatch.setattr(silver, "workflow_events", counted("records", silver.workflow_events))
+    for backend in (Driver, Spark):
+        monkeypatch.setattr(backend, "plan_scope", counted(backend.name, backend.plan_scope))
     run_id = stepwise.prepare(spark, str(root / "landing1"), lake, max_quarantine_ratio=1.0)
     assert staged_run(lake, run_id).load_plan().backend == "driver"
     for stage in ("bronze", "silver"):
         stepwise.compute(spark, lake, run_id, stage)
+    assert calls == ["records", "driver", "spark"]
     plan = staged_run(lake, run_id).load_plan()
     assert (plan.backend, plan.result.path) == ("spark", "spark")
     staged_run(lake, run_id).clear()

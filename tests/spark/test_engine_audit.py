@@ -216,7 +216,7 @@ def test_the_write_plan_of_engine_correlations():
     assert "engine_correlations" not in plan_writes(lake).tables  # no rows: a canonical lake gets no table
     assert Write("engine_correlations", How.CREATE) in plan_writes(lake, engine_correlations=2).writes
     kept = {**lake, "engine_correlations": 3}
-    assert Write("engine_correlations", How.KEEP_FIRST) in plan_writes(kept, engine_correlations=2).writes
+    assert Write("engine_correlations", How.EARLIEST) in plan_writes(kept, engine_correlations=2).writes
     assert Write("engine_correlations", How.OVERWRITE) in plan_writes(kept, rebuild=True, engine_correlations=2).writes
 
 

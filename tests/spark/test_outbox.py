@@ -20,6 +20,7 @@ from correlake.contract.schemas import CORRELATION, OUTBOX
 from correlake.delivery.events import partition_of
 from correlake.interfaces import cli
 from correlake.lake import journal
+from correlake.run.backends import Spark
 from correlake.run.outbox import new_events
 from correlake.transforms.outbox import due_keys, outbox_events, partition
 
@@ -31,6 +32,13 @@ def correlation(message_key: int, key: str = "k1", element: str = "e1", at: date
                 variables: str | None = '{"b":[1,{"c":null}],"a":"é"}') -> tuple:
     return (message_key, "t", "m", key, "p", 1, "pi-1", element, "task", "CATCH", at,
             T0 - timedelta(seconds=1), variables)
+
+
+class Tables:
+    """Hand-built tables as a run's snapshot (`run/backends/base.Snapshot`)."""
+
+    def __init__(self, spark, tables: dict):
+        self.spark, self.history = spark, tables.get
 
 
 def events(spark, correlations: list[tuple], history: list[dict], run_id: str = "r", due_until=None) -> list[dict]:
@@ -136,8 +144,9 @@ def test_a_run_renumbers_a_shared_line_with_every_key_on_it(spark, monkeypatch):
         gold = spark.createDataFrame([old], CORRELATION)
         outbox = spark.createDataFrame([tuple(before[f] for f in OUTBOX.fieldNames())], OUTBOX)
         touched = spark.createDataFrame([("t", new[3])], "tenant_id string, correlation_key string")
-        rows, _ = new_events(spark, {"outbox": outbox, "correlations": gold}.get, "r", None, lambda: None,
-                             spark.createDataFrame([new], CORRELATION), touched)
+        lake = Tables(spark, {"outbox": outbox, "correlations": gold})
+        rows, _ = new_events(lake, Spark(lake), "r", None, lambda: None, spark.createDataFrame([new], CORRELATION),
+                             touched)
         assert [(r["kind"], r["ordering_key"], r["message_key"], r["sequence"]) for r in rows.collect()] == [
             ("CORRELATED", "#7", new[0], 2)]
 
@@ -172,7 +181,8 @@ def test_a_run_also_emits_what_fell_due_and_a_lake_without_outbox_gets_every_cor
     outbox = spark.createDataFrame([tuple(k1[f] for f in OUTBOX.fieldNames())], OUTBOX)
 
     def emitted(tables: dict, **kwargs) -> tuple[list, bool]:
-        rows, backfill = new_events(spark, tables.get, "r", ms(T0 + timedelta(minutes=3)), lambda: ms(T0), new,
+        lake = Tables(spark, tables)
+        rows, backfill = new_events(lake, Spark(lake), "r", ms(T0 + timedelta(minutes=3)), lambda: ms(T0), new,
                                     touched, **kwargs)
         return sorted((r["correlation_key"], r["kind"], r["sequence"]) for r in rows.collect()), backfill
 

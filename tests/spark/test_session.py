@@ -214,13 +214,13 @@ def test_the_bind_address_is_checked(monkeypatch):
         validate()
 
 
-def test_memory_store_checkpoints_frames_and_keeps_narrow_ones_as_views(spark):
+def test_memory_store_checkpoints_frames_unless_told_not_to(spark):
     store = MemoryStore()
     lines = spark.range(10).withColumn("even", F.col("id") % 2 == 0)
     kept = store.put("lines", lines)
     assert kept is not lines and "LogicalRDD" in kept._jdf.queryExecution().analyzed().toString()
     evens = kept.where("even").select("id")
-    assert store.put("evens", evens, narrow=True) is evens
+    assert store.put("evens", evens, checkpoint=False) is evens
     assert store.get(spark, "evens") is evens
     assert sorted(r.id for r in store.get(spark, "evens").collect()) == [0, 2, 4, 6, 8]
 

@@ -1,7 +1,7 @@
 """Restating table rows with the Delta MERGE of `sql/restate.sql` (`merge`), whose source
-holds only the rows that change: computed by Spark's joins (`changes`), or, for the few
-keys of a small run, by its twin `changes_on_driver` from the target's rows read with
-delta-rs (the run's backends choose: `run/backends/`)."""
+holds only the rows that change: computed by Spark's joins (`changes`, the Spark backend's),
+or by its twin `changes_on_driver` from the target's rows of the touched keys read with
+delta-rs (the driver backend's: `run/backends/`)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ def changes(target: DataFrame, rows: DataFrame, touched: DataFrame, keys: list[s
 
 def changes_on_driver(lake: str, name: str, rows: pa.Table, touched: set[tuple[str, str]], keys: list[str]
                       ) -> pa.Table:
-    """`changes` in this process, for a small run: `rows` and the `touched` (tenant_id,
+    """`changes` in this process, for the driver backend: `rows` and the `touched` (tenant_id,
     correlation_key)s in hand, the target's rows of those keys read by delta-rs (its files
     skipped by their `correlation_key` statistics) and compared here. A deleted row's
     columns other than `keys` are null."""
@@ -86,9 +86,9 @@ def merge(spark: SparkSession, target_path: str, source: DataFrame, changed: int
         spark.catalog.dropTempView(view)
 
 
-def keep_first(spark: SparkSession, lake: str, name: str, rows: DataFrame) -> None:
-    """The MERGE of `sql/<name>.sql` of `rows` into the table `name`, which keeps each key's
-    first record's row (gold/engine_correlations: `transforms/engine_audit.py`)."""
+def merge_earliest(spark: SparkSession, lake: str, name: str, rows: DataFrame) -> None:
+    """The MERGE of `sql/<name>.sql` of `rows` into the table `name`, which keeps, per key, the
+    row of the earliest record (gold/engine_correlations: `transforms/engine_audit.py`)."""
     view = f"correlake_rows_{next(_views)}"
     rows.createOrReplaceTempView(view)
     try:

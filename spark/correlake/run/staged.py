@@ -26,12 +26,12 @@ from correlake.lake import discovery, journal, meta, tables
 from correlake.lake.discovery import Found, find
 from correlake.lake.journal import journalled, rollback
 from correlake.lake.preflight import require_one_kind
-from correlake.lake.restate import keep_first
+from correlake.lake.restate import merge_earliest
 from correlake.quality import gates
 from correlake.run import backends, writes
-from correlake.run.backends import Backend, TooLargeForDriver
+from correlake.run.backends import Backend, Scope, TooLargeForDriver
 from correlake.run.maintenance import only_maintained
-from correlake.run.outbox import fallen_due
+from correlake.run.outbox import due_on_refresh
 from correlake.run.outbox import migrate as migrate_outbox
 from correlake.run.result import RunResult, new_run_id
 from correlake.run.store import Plan, staged_run
@@ -145,17 +145,20 @@ class StagedRun:
         progress.step(f"run: {step} in {self.result.timings[label]:.1f} s")
 
     def compute(self, stage: Stage) -> None:
-        """Compute the stage; on Spark again if the driver backend finds the run too large for it
+        """Compute the stage: its frames put in the run's store."""
+        self._timed(stage.name, lambda: stage.compute(self))
+
+    def scope(self, new_messages: DataFrame, new_events: DataFrame, deployments: DataFrame, redeployed: bool) -> Scope:
+        """The scope the run's backend plans (`Backend.plan_scope`); planned again on Spark if
+        the driver backend finds the run too large for it, what the stage computed before kept
         (the plan, saved, says Spark from then on)."""
-        def work() -> None:
-            try:
-                stage.compute(self)
-            except TooLargeForDriver as large:
-                progress.step(f"run: {stage.name} on Spark ({large})")
-                self.plan.backend = backends.SPARK
-                self.store.save_plan(self.plan)
-                stage.compute(self)
-        self._timed(stage.name, work)
+        try:
+            return self.backend.plan_scope(new_messages, new_events, deployments, redeployed)
+        except TooLargeForDriver as large:
+            progress.step(f"run: the scope on Spark ({large})")
+            self.plan.backend = backends.SPARK
+            self.store.save_plan(self.plan)
+            return self.backend.plan_scope(new_messages, new_events, deployments, redeployed)
 
     def check(self, stage: Stage) -> None:
         """Pass the stage's gate or raise GateFailed (nothing is written either way)."""
@@ -210,8 +213,8 @@ class StagedRun:
         if write.how is How.OVERWRITE:
             return tables.overwrite(self.frame(name), lake, name, run_id)
         rows = self.frame(name).select(*SCHEMAS[name].fieldNames())  # the table's columns
-        if write.how is How.KEEP_FIRST:
-            return keep_first(spark, lake, name, rows)
+        if write.how is How.EARLIEST:
+            return merge_earliest(spark, lake, name, rows)
         if write.how is How.CREATE:
             tables.create(rows, lake, name, run_id)
         else:  # key groups: the groups that changed; the other tables: the keys the run touched
@@ -237,7 +240,7 @@ def _refresh_only(spark, lake_dir, last_event_time, as_of, dry_run) -> RunResult
     if not dry_run:
         result.run_id, published = new_run_id(), journal.published(lake_dir)
         with journalled(spark, lake_dir, result.run_id):
-            events = fallen_due(spark, lake_dir, result.run_id, target, before)
+            events = due_on_refresh(spark, lake_dir, result.run_id, target, before)
             result.statuses_changed = lake_as_of.refresh(spark, lake_dir, before, target)
             lake_as_of.record(lake_dir, target, result.run_id)
             result.outbox_events = 0 if events is None else events.count()

@@ -33,8 +33,8 @@ def _bronze(run: StagedRun) -> None:
     classified = bronze.classify(parsed, known).localCheckpoint()
     result.count_lines(bronze.line_counts(classified), run.plan.last_event_time)
     for s, name in BRONZE_TABLES.items():
-        run.store.put(name, bronze.bronze_records(classified, s).withColumns(meta), narrow=True)
-    run.store.put("quarantine", bronze.quarantine_records(classified).withColumns(meta), narrow=True)
+        run.store.put(name, bronze.bronze_records(classified, s).withColumns(meta), checkpoint=False)
+    run.store.put("quarantine", bronze.quarantine_records(classified).withColumns(meta), checkpoint=False)
 
 
 def _bronze_gate(run: StagedRun) -> dict[str, DataFrame]:
@@ -58,16 +58,16 @@ def _silver(run: StagedRun) -> None:
         new_events = appended = silver.workflow_events(new["workflow_events"])
         deployments = run.store.put("silver_deployments", silver.deployments(
             silver.deployed(new_events), None if rebuild else run.history("silver_deployments")))
-    backend = run.backend
-    scope = backend.plan_scope(new["messages"], new_events, deployments, run.result.deployments > 0)
-    run.store.put("key_groups", scope.key_group_changes, narrow=True)  # checkpointed or local, as the scope
-    run.store.put("touched_keys", scope.touched_keys, narrow=True)
+    scope = run.scope(new["messages"], new_events, deployments, run.result.deployments > 0)
+    backend = run.backend  # as the scope was planned
+    run.store.put("key_groups", scope.key_group_changes, checkpoint=False)  # checkpointed or local, as the scope
+    run.store.put("touched_keys", scope.touched_keys, checkpoint=False)
     messages = run.store.put("silver_messages", backend.accepted_messages(scope.message_records))
     if scope.history_after is not None:
         run.history_after = scope.history_after(messages)
     run.store.put("routed", scope.routed)
     run.result.path, run.result.touched_groups = backend.name, scope.touched_groups
-    run.store.put("silver_workflow_events", appended, narrow=not rebuild)
+    run.store.put("silver_workflow_events", appended, checkpoint=rebuild)
 
 
 def _silver_gate(run: StagedRun) -> dict[str, DataFrame]:
@@ -106,8 +106,8 @@ def _engine_correlations(run: StagedRun) -> None:
 def _outbox(run: StagedRun) -> None:
     """The outbox events that make the outbox agree with gold after this run."""
     events, run.result.outbox_backfilled = new_events(
-        run.spark, run.history, run.run_id, run.result.as_of, lambda: run.as_of_before, run.frame("correlations"),
-        run.frame("touched_keys").select(*SCOPE), run.result.rebuild, run.backend)
+        run, run.backend, run.run_id, run.result.as_of, lambda: run.as_of_before, run.frame("correlations"),
+        run.frame("touched_keys").select(*SCOPE), run.result.rebuild)
     run.result.outbox_events = run.store.put("outbox", events).count()
 
 

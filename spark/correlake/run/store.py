@@ -84,10 +84,10 @@ class MemoryStore:
     def __init__(self):
         self._frames: dict[str, DataFrame] = {}
 
-    def put(self, name: str, df: DataFrame, narrow: bool = False) -> DataFrame:
-        """Keep `df`, checkpointed; a `narrow` frame (rows and columns of checkpointed
-        frames) is kept as it is: reading it again costs a scan, copying it memory."""
-        self._frames[name] = df if narrow else df.localCheckpoint()
+    def put(self, name: str, df: DataFrame, checkpoint: bool = True) -> DataFrame:
+        """Keep `df`, checkpointed; without `checkpoint`, as it is (for rows and columns of
+        checkpointed frames: reading them again costs a scan, copying them memory)."""
+        self._frames[name] = df.localCheckpoint() if checkpoint else df
         return self._frames[name]
 
     def get(self, spark: SparkSession, name: str) -> DataFrame:
@@ -108,8 +108,8 @@ class DiskStore:
         self.lake, self.name = lake, f"runs/{run_id}"
         self.root = join(lake, "_state", "runs", run_id)
 
-    def put(self, name: str, df: DataFrame, narrow: bool = False) -> DataFrame:
-        """Write `df` (narrow or not: the next stage may be another process)."""
+    def put(self, name: str, df: DataFrame, checkpoint: bool = True) -> DataFrame:
+        """Write `df` (`checkpoint` or not: the next stage may be another process)."""
         df.write.mode("overwrite").parquet(f"{self.root}/{name}")
         return df.sparkSession.read.parquet(f"{self.root}/{name}")
 

@@ -18,7 +18,7 @@ class How(Enum):
     APPEND = "append"        # the run's new rows added
     REFRESH = "refresh"      # gold/messages: MERGE, also of the other rows whose status crosses
     RECORD = "record"        # rows the run holds in Python, one delta-rs commit: gold/as_of's, the files read
-    KEEP_FIRST = "keep_first"  # gold/engine_correlations: per key, the first record's row (sql/engine_correlations.sql)
+    EARLIEST = "earliest"    # gold/engine_correlations: per key, the earliest record's row (sql/engine_correlations.sql)
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def _engine(versions: dict[str, int], rows: int, rebuild: bool) -> tuple[Write, 
         return ()
     if rebuild:
         return (Write("engine_correlations", How.OVERWRITE),)
-    return (Write("engine_correlations", How.KEEP_FIRST if versions["engine_correlations"] >= 0 else How.CREATE),)
+    return (Write("engine_correlations", How.EARLIEST if versions["engine_correlations"] >= 0 else How.CREATE),)
 
 
 def _appends(name: str, versions: dict[str, int], rows: dict[str, int], engine_input: bool) -> bool:

@@ -75,7 +75,7 @@ def run_engine(events: DataFrame, deployments: dict[str, list[dict]]) -> DataFra
 
 
 def run_engine_in_driver(events: DataFrame, deployments: dict[str, list[dict]]) -> DataFrame:
-    """`run_engine` with the engine in this process, for a small run's few engine records."""
+    """`run_engine` with the engine in this process, for the driver backend's runs."""
     return sequential_pass_on_driver(events, "_part", order.record_sort_key, ENGINE_OUT, _per_partition(deployments))
 
 

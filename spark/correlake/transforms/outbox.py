@@ -120,3 +120,14 @@ def due_keys(correlations: DataFrame, after: int | None, until: int) -> DataFram
     at = F.unix_millis("correlated_at")
     window = at <= F.lit(until) if after is None else (at > F.lit(after)) & (at <= F.lit(until))
     return correlations.where(window).select(*SCOPE).distinct()
+
+
+def due_correlations(correlations: DataFrame, keys: DataFrame, after: int | None, until: int) -> DataFrame:
+    """Every correlation of the keys outside `keys` (SCOPE) whose held-back correlations fall
+    due between `after` and `until` (`due_keys`): their lines are renumbered whole."""
+    return correlations.join(due_keys(correlations, after, until).join(keys, SCOPE, "left_anti"), SCOPE, "left_semi")
+
+
+def backfilled(gold: DataFrame, correlations: DataFrame, keys: DataFrame) -> DataFrame:
+    """A first outbox's correlations: `correlations` of the `keys` (SCOPE), and gold's of every other key."""
+    return gold.join(keys, SCOPE, "left_anti").unionByName(correlations)

@@ -8,7 +8,7 @@ costly work (rule 7, the engine, the restating MERGEs) is done for the touched k
 only. With no key group table yet (a first run, a rebuild, a lake from before it existed),
 every link of the records given is used. The Spark backend applies these rules, with its
 checkpoints and join hints (`run/backends/spark_scope.recompute`); their twins over Python
-sets, for a small run's few rows, are `run/backends/driver_scope.plan`'s. `hint`
+sets, the driver backend's, are `run/backends/driver_scope.plan`'s. `hint`
 parameters take the caller's join hint for the run's frames, which meet the history.
 """
 

@@ -1,6 +1,6 @@
 """The partitioned-queue pattern: hash-partition on a key, sort within
-partitions, then one tight Python loop per partition through `mapInArrow`; or, for a
-small run's few rows, the same loop in the driver process (`sequential_pass_on_driver`)."""
+partitions, then one tight Python loop per partition through `mapInArrow`; or, on the
+driver backend, the same loop in the driver process (`sequential_pass_on_driver`)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def sequential_pass(df: DataFrame, key: str, order: list[str], out_schema: Struc
 
 def sequential_pass_on_driver(df: DataFrame, key: str, sort_key: Callable[[dict], tuple], out_schema: StructType,
                               per_key: Callable[[object, list[dict]], Iterable[dict]]) -> DataFrame:
-    """`sequential_pass` in this process, for a small run's few rows: fetched (one Spark
+    """`sequential_pass` in this process, for the driver backend: fetched (one Spark
     job), sorted by `key` and `sort_key` (as Spark sorts them by `order`), `per_key`
     applied to each key's rows, and its dicts returned as a local frame (no Spark task
     reads them)."""

@@ -42,7 +42,7 @@ def accepted_messages(messages: DataFrame, sequential: Callable = sequential_pas
 
     `messages`: distinct bronze messages, covering whole (tenant_id, correlation_key)s;
     `sequential`: what runs rule 7's pass over each key's rows (`sequential_pass`'s
-    signature: in Spark's workers, or in the driver for a small run's few).
+    signature: in Spark's workers, or in the driver process for the driver backend).
     """
     shaped = messages.select(*[millis(c).alias(c) if c == "published_at" else F.col(c) for c in _DEDUP_IN])
     shaped = shaped.withColumn("_key", pair_key("tenant_id", "correlation_key"))

@@ -4,8 +4,8 @@
 it brings and CORRELAKE_RUN_PATH; the plan carries the name (`Plan.backend`) to every
 stage, and `for_run` gives the stage its backend. The driver backend (`driver.py`: delta-rs
 lookups, the pure `semantics/` engine in this process, local frames) raises
-`TooLargeForDriver` when the run holds more than it has room for; `StagedRun.compute`
-alone catches it, names Spark in the plan and computes the stage again on the Spark
+`TooLargeForDriver` when the run holds more than it has room for; `StagedRun.scope`
+alone catches it, names Spark in the plan and plans the scope again on the Spark
 backend (`spark.py`: joins, checkpoints, broadcast hints). Gold is written by the MERGEs
 of `sql/` on Spark either way.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from correlake.config import DRIVER_RUN_MAX_BYTES
-from correlake.run.backends.base import DRIVER, FORCED, SPARK, Backend, Run, Scope, TooLargeForDriver
+from correlake.run.backends.base import DRIVER, SPARK, Backend, Run, Scope, TooLargeForDriver, forced
 from correlake.run.backends.driver import Driver
 from correlake.run.backends.spark import Spark
 
@@ -31,10 +31,10 @@ def choose(plan: Plan) -> str:
     lake from before the key group table (Spark writes it), even forced."""
     if plan.versions["silver_messages"] >= 0 and plan.versions["key_groups"] < 0 and not plan.result.rebuild:
         return SPARK
-    if plan.path in FORCED:
+    if forced(plan):
         return plan.path
-    small = not plan.result.rebuild and sum(f.json_bytes for f in plan.files) <= DRIVER_RUN_MAX_BYTES
-    return DRIVER if small else SPARK
+    fits = not plan.result.rebuild and sum(f.json_bytes for f in plan.files) <= DRIVER_RUN_MAX_BYTES
+    return DRIVER if fits else SPARK
 
 
 def for_run(run: Run) -> Backend:

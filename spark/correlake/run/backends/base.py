@@ -24,9 +24,17 @@ DRIVER, SPARK = "driver", "spark"  # Plan.backend
 FORCED = (DRIVER, SPARK)  # the backends CORRELAKE_RUN_PATH (config.RUN_PATHS) may force; else `auto`
 
 
-class Run(Protocol):
-    """What a backend reads of its run (`staged.StagedRun`)."""
+class Snapshot(Protocol):
+    """The lake's tables as a computation reads them: a run's snapshot (`Run`), or the lake as
+    it is for a status refresh (`run/outbox.Current`, read by `Spark.outbox_of_touched` alone)."""
     spark: SparkSession
+
+    def history(self, name: str) -> DataFrame | None:
+        """A lake table as of the snapshot (None: none)."""
+
+
+class Run(Snapshot, Protocol):
+    """What a backend reads of its run (`staged.StagedRun`)."""
     lake_dir: str
     plan: Plan
 
@@ -38,9 +46,6 @@ class Run(Protocol):
 
     def frame(self, name: str) -> DataFrame:
         """A frame an earlier stage of the run put in its store."""
-
-    def history(self, name: str) -> DataFrame | None:
-        """A lake table as of the run's snapshot (None: none)."""
 
 
 class TooLargeForDriver(CorrelakeError):
@@ -84,13 +89,20 @@ class Backend(Protocol):
         """The MERGE of `lake/restate.py` making table `name`'s rows of the `touched` keys (None:
         the keys of `rows`) exactly `rows`, its source of the rows that change computed here."""
 
-    def outbox_of_touched(self) -> DataFrame | None:
-        """The outbox's past events of the touched keys if this backend looks them up by key, else None."""
+    def outbox_of_touched(self, correlations: DataFrame, keys: DataFrame) -> tuple[DataFrame, DataFrame]:
+        """(`correlations`, gold's correlations of the `keys` (SCOPE) with those of other keys
+        that share an ordering line with them; the outbox's past events of those lines):
+        what `transforms/outbox.outbox_events` is given."""
 
     def append(self, df: DataFrame, name: str) -> None:
         """Add the run's new rows `df` to table `name`."""
 
 
+def forced(plan: Plan) -> bool:
+    """Whether the run's backend is forced (CORRELAKE_RUN_PATH, `prepare`'s `path`), not `auto`."""
+    return plan.path in FORCED
+
+
 def driver_room(plan: Plan) -> int | None:
     """The engine records the driver backend takes before it gives the run to Spark (None: forced, no bound)."""
-    return None if plan.path in FORCED else DRIVER_ROOM_RECORDS
+    return None if forced(plan) else DRIVER_ROOM_RECORDS

@@ -1,4 +1,4 @@
-"""The driver backend: a small run's work in this process (docs/design.md, *Backends*).
+"""The driver backend: a run's work in this process (docs/design.md, *Backends*).
 
 Silver's rows it needs are looked up with delta-rs in the run's snapshot (files skipped by
 their statistics), the scope rules applied to them as Python sets (`driver_scope.py`, the
@@ -23,6 +23,7 @@ from correlake.lake import deltars
 from correlake.lake import restate as restating
 from correlake.run.backends.base import DRIVER, Scope, driver_room
 from correlake.run.backends.driver_scope import plan
+from correlake.run.backends.spark import Spark
 from correlake.transforms import gold, silver
 from correlake.transforms.sequential import sequential_pass_on_driver
 
@@ -36,7 +37,7 @@ def _in_driver(df: DataFrame, key: str, order: list[str], out_schema, per_key) -
 
 
 class Driver:
-    """The `Backend` of a run planned small (`backends.choose`)."""
+    """The `Backend` of a run planned on the driver (`backends.choose`)."""
     name = DRIVER
 
     def __init__(self, run: Run):
@@ -46,13 +47,13 @@ class Driver:
                    redeployed: bool) -> Scope:
         """`driver_scope.plan`'s scope as local frames (TooLargeForDriver past `driver_room`)."""
         run, spark = self.run, self.run.spark
-        small = plan(run, new_messages, new_events, not run.result.rebuild and run.plan.versions["silver_messages"] >= 0,
+        planned = plan(run, new_messages, new_events, not run.result.rebuild and run.plan.versions["silver_messages"] >= 0,
                      redeployed, driver_room(run.plan))
         routed = StructType([*new_events.schema.fields, StructField("label", StringType())])
-        return Scope(spark.createDataFrame(small.key_group_changes, KEY_GROUPS),
-                     spark.createDataFrame(small.scope, KEY_GROUPS),
-                     spark.createDataFrame(small.message_records, new_messages.select(*MESSAGE_FIELDS).schema),
-                     spark.createDataFrame(small.routed_events, routed), small.touched_groups)
+        return Scope(spark.createDataFrame(planned.key_group_changes, KEY_GROUPS),
+                     spark.createDataFrame(planned.scope, KEY_GROUPS),
+                     spark.createDataFrame(planned.message_records, new_messages.select(*MESSAGE_FIELDS).schema),
+                     spark.createDataFrame(planned.routed_events, routed), planned.touched_groups)
 
     def accepted_messages(self, records: DataFrame) -> DataFrame:
         return silver.accepted_messages(records, _in_driver)
@@ -61,7 +62,7 @@ class Driver:
         return gold.run_engine_in_driver(events, deployments)
 
     def touched(self) -> set[tuple[str, str]]:
-        """The touched keys, fetched: a small run's few."""
+        """The touched keys, fetched into this process."""
         return set(deltars.tuples(self.run.frame("touched_keys").select(*SCOPE).toArrow()))
 
     def refreshed(self, rows: DataFrame, crossed: DataFrame, touched: set[tuple[str, str]]) -> DataFrame:
@@ -81,15 +82,15 @@ class Driver:
         source = spark.createDataFrame(found, schema)
         restating.merge(spark, table_path(lake, name), source, found.num_rows, rows.columns, keys)
 
-    def outbox_of_touched(self) -> DataFrame | None:
-        """The touched keys' outbox events looked up by delta-rs; None if one of the keys' lines
-        may hold other keys (`may_share_a_line`: then the outbox is joined with them)."""
-        run, keys = self.run, self.touched()
-        if any(may_share_a_line(key) for _, key in keys):
-            return None
+    def outbox_of_touched(self, correlations: DataFrame, keys: DataFrame) -> tuple[DataFrame, DataFrame]:
+        """The keys' outbox events looked up by delta-rs; if a key's line may hold other keys
+        (`may_share_a_line`: rare), the Spark backend's join, which finds those keys' rows."""
+        run, fetched = self.run, set(deltars.tuples(keys.select(*SCOPE).toArrow()))
+        if any(may_share_a_line(key) for _, key in fetched):
+            return Spark(run).outbox_of_touched(correlations, keys)
         found = deltars.rows_of_keys(deltars.table(run.lake_dir, "outbox", run.plan.versions["outbox"]),
-                                     OUTBOX.fieldNames(), keys)
-        return run.spark.createDataFrame([] if found is None else found, OUTBOX)
+                                     OUTBOX.fieldNames(), fetched)
+        return correlations, run.spark.createDataFrame([] if found is None else found, OUTBOX)
 
     def append(self, df: DataFrame, name: str) -> None:
         """Fetched and committed by delta-rs: no Spark job plans the write and lists the table."""

@@ -1,12 +1,12 @@
-"""The driver backend's scope: the key groups a small run's new records touch, their keys,
+"""The driver backend's scope: the key groups a run's new records touch, their keys,
 message records and routed events, worked out in this process from delta-rs lookups in the
 run's snapshot of silver (files skipped by their statistics where they can be), not
 through Spark's joins with silver's key columns.
 
-These are the twins, over Python sets of the few rows a small run touches, of the rules of
+These are the twins, over Python sets of the rows a run on the driver touches, of the rules of
 `transforms/scope.py` and `transforms/key_groups.py` that the Spark backend applies
 (`spark_scope.recompute`); each function names its twin. The property test compares both
-backends' scopes of every small run, and the backends' contract test their outputs.
+backends' scopes of every run on the driver backend, and the backends' contract test their outputs.
 `plan` raises TooLargeForDriver past its room (then the Spark backend plans the run).
 """
 
@@ -56,7 +56,7 @@ SILVER_MESSAGE_KEYS = ["message_key", *MESSAGE_KEYS[1:]]  # silver's name of a m
 
 @dataclass
 class DriverScope:
-    """A small run's work: the key group rows it adds or changes and the touched key groups'
+    """A run's work on the driver backend: the key group rows it adds or changes and the touched key groups'
     keys (tenant_id, correlation_key, label); their message records (the run's new ones
     and silver's) and routed workflow events."""
     key_group_changes: list[tuple[str, str, str]]
@@ -147,7 +147,7 @@ def _started_links(opens: Iterable[EventKeys], messages: Iterable[MessageKeys]) 
             and (b := keys.get((e.tenant_id, started_message_key(e.process_instance_key)))) is not None}
 
 
-def _grown(silver: _Silver, links: set[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+def _key_group_changes(silver: _Silver, links: set[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
     """The key group rows `links` add or change (`key_groups.grow_key_groups`): every key group
     a link touches joins the key group of the smallest label among them."""
     links = {(t, a, b) for t, a, b in links if a != b}
@@ -179,7 +179,7 @@ def _route(events: Iterable[EventKeys], opens: dict[int, str], owners: dict, ins
     return routed
 
 
-def _labelled(opens: Iterable[EventKeys], messages: Iterable[MessageKeys], label) -> tuple[dict, dict, dict, dict]:
+def _route_lookups(opens: Iterable[EventKeys], messages: Iterable[MessageKeys], label) -> tuple[dict, dict, dict, dict]:
     """The lookups of `_route` for these opens and messages, labelled by `label(tenant, key)`."""
     by_position, owners, instances, starts = {}, defaultdict(set), defaultdict(set), defaultdict(set)
     for e in opens:
@@ -233,7 +233,7 @@ def _touched(silver: _Silver, named: set[tuple[str, str]]) -> tuple[list[tuple[s
     new_opens = [e for e in silver.new_events if e.type == SUBSCRIPTION_OPENED]
     acting = [e for e in silver.new_events if e.type != PROCESS_DEPLOYED]
     if silver.messages_table is None and silver.events_table is None:  # no history
-        changes = _grown(silver, _owner_links(new_opens) | _started_links(new_opens, silver.new_messages))
+        changes = _key_group_changes(silver, _owner_links(new_opens) | _started_links(new_opens, silver.new_messages))
         keys = {(r.tenant_id, r.correlation_key) for r in [*silver.new_messages, *new_opens]}
         label = _labels_after(silver, changes, keys)
         return changes, {(t, label[(t, k)]) for t, k in keys}
@@ -242,7 +242,7 @@ def _touched(silver: _Silver, named: set[tuple[str, str]]) -> tuple[list[tuple[s
     links |= _started_links(new_opens, silver.messages("position", {(e.tenant_id, started_message_key(
         e.process_instance_key)) for e in new_opens}))
     links |= _started_links([e for e in silver.started_events if e.type == SUBSCRIPTION_OPENED], silver.new_messages)
-    changes = _grown(silver, links)
+    changes = _key_group_changes(silver, links)
     near = (silver.events("element_instance_key", {(e.tenant_id, e.element_instance_key) for e in acting},
                           SUBSCRIPTION_OPENED)
             + silver.events("process_instance_key", {(e.tenant_id, e.process_instance_key) for e in acting},
@@ -253,7 +253,7 @@ def _touched(silver: _Silver, named: set[tuple[str, str]]) -> tuple[list[tuple[s
     label = _labels_after(silver, changes, {(r.tenant_id, r.correlation_key) for r in [*messages, *near, *started]})
     by_key = lambda t, k: label[(t, k)]  # noqa: E731
     touched = {(m.tenant_id, by_key(m.tenant_id, m.correlation_key)) for m in messages}
-    return changes, touched | {(t, lb) for _, t, lb in _route(acting, *_labelled(near, started, by_key))}
+    return changes, touched | {(t, lb) for _, t, lb in _route(acting, *_route_lookups(near, started, by_key))}
 
 
 def _labels_after(silver: _Silver, changes: list, keys: set[tuple[str, str]]) -> dict[tuple[str, str], str]:
@@ -300,7 +300,7 @@ def _routed(silver: _Silver, scope: list[tuple[str, str, str]], records: pa.Tabl
     label = {(t, k): lb for t, k, lb in scope}
     opens = silver.events("correlation_key", set(label), SUBSCRIPTION_OPENED)
     messages = _keys(records, MESSAGE_KEYS, MessageKeys)
-    lookups = _labelled(opens, messages, lambda t, k: label[(t, k)])
+    lookups = _route_lookups(opens, messages, lambda t, k: label[(t, k)])
     _, owners, instances, starts = lookups
     events = [*opens, *silver.events("element_instance_key", set(owners), ELEMENT_LEFT),
               *silver.events("process_instance_key", set(instances), INSTANCE_ENDED),

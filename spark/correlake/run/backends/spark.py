@@ -1,16 +1,18 @@
 """The Spark backend: a run's work as Spark jobs over silver's key columns (docs/design.md,
 *Backends*): the scope rules of `transforms/scope.py` as joins, rule 7 and the engine in
-Spark's Python workers, the restating MERGEs' sources joined, each frame read again
-checkpointed and each small one broadcast. Its twin is `driver.Driver`."""
+Spark's Python workers, the restating MERGEs' sources and the outbox's past events joined,
+each frame read again checkpointed and each small one broadcast. Its twin is `driver.Driver`."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from correlake.caches import history_keys
 from correlake.config import table_path
+from correlake.contract.ordering import may_share_a_line_column, ordering_key_column
 from correlake.contract.schemas import SCOPE
 from correlake.lake import restate as restating
 from correlake.lake import tables
@@ -31,7 +33,8 @@ def hinted(keys: DataFrame) -> DataFrame:
 
 
 class Spark:
-    """The `Backend` of a run planned on Spark (`backends.choose`), or given to it by the driver."""
+    """The `Backend` of a run planned on Spark (`backends.choose`), or given to it by the driver;
+    and a status refresh's, whose `run` is the lake as it is (`base.Snapshot`), for `outbox_of_touched`."""
     name = SPARK
 
     def __init__(self, run: Run):
@@ -75,9 +78,32 @@ class Spark:
         source = restating.changes(spark.read.format("delta").load(path), rows, touched, keys).localCheckpoint()
         restating.merge(spark, path, source, source.count(), rows.columns, keys)
 
-    def outbox_of_touched(self) -> None:
-        """None: the outbox is joined with the scope (`run/outbox.new_events`)."""
-        return None
+    def outbox_of_touched(self, correlations: DataFrame, keys: DataFrame) -> tuple[DataFrame, DataFrame]:
+        """The outbox joined with the keys, then `_shared_lines`."""
+        outbox, gold, keys = self.run.history("outbox"), self.run.history("correlations"), hinted(keys)
+        past = outbox.join(keys, SCOPE, "left_semi").select(*outbox.columns)  # the outbox's column order
+        return (correlations, past) if gold is None else _shared_lines(correlations, past, gold, outbox, keys)
 
     def append(self, df: DataFrame, name: str) -> None:
         tables.append(df, self.run.lake_dir, name, self.run.run_id)
+
+
+def _shared_lines(new: DataFrame, past: DataFrame, gold: DataFrame, outbox: DataFrame,
+                  keys: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """`new` and `past` with the gold correlations and outbox events of keys outside `keys`
+    whose ordering key is one of theirs (an empty key's `#<message_key>` line, and a key
+    that reads the same): the transform is given every row of the lines it renumbers.
+    Only rows that `may_share_a_line` are looked at. `keys` come with their join hint."""
+    def shared(df: DataFrame) -> DataFrame:
+        return df.where(may_share_a_line_column(F.col("correlation_key"))).withColumn(
+            "_line", ordering_key_column(F.col("correlation_key"), F.col("message_key")))
+
+    line = ["tenant_id", "_line"]
+    lines = shared(new).select(*line).unionByName(shared(past).select(*line)).distinct().localCheckpoint()
+    lines = broadcast_if_small(lines)(lines)
+
+    def others(df: DataFrame) -> DataFrame:
+        return (shared(df).join(lines, line, "left_semi").join(keys, SCOPE, "left_anti")
+                .select(*df.columns))
+
+    return new.unionByName(others(gold)), past.unionByName(others(outbox))

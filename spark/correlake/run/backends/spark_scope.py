@@ -1,6 +1,6 @@
 """The Spark backend's scope: `transforms/scope.py`'s rules over silver's key columns, with
-the checkpoints and join hints that keep their plans small. Its twin over Python sets, for
-a small run's few rows, is `driver_scope.plan`.
+the checkpoints and join hints that keep their plans small. Its twin over Python sets, the
+driver backend's, is `driver_scope.plan`.
 
 The key columns are checkpointed once with the new records' for the lookups (whose joins
 with the run's small sets are then cheap to plan and run), and the full rows of the
@@ -76,7 +76,7 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
     events = union(new_events.select(*EVENT_KEYS), old_keys and old_keys.events).localCheckpoint()
     opens = events.where(opened())
     if old_keys is None:  # no history: every key is new, every key group touched
-        changes, key_groups = _grown(None, every_link(opens, messages))
+        changes, key_groups = _changes_and_key_groups(None, every_link(opens, messages))
         keys = messages.select(*SCOPE).unionByName(opens.select(*SCOPE))
         touched = groups.with_label(keys, key_groups).select("tenant_id", "label").distinct().localCheckpoint()
         scope = _scope(key_groups, touched)
@@ -87,7 +87,7 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
         new_hint = broadcast_if_small(new_messages, new_events)
         links = (every_link(opens, messages) if old_keys.key_groups is None
                  else new_links(opens, messages, new_messages, new_events, new_hint))
-        changes, key_groups = _grown(old_keys.key_groups, links)
+        changes, key_groups = _changes_and_key_groups(old_keys.key_groups, links)
         scope = _scope(key_groups, touched_groups(new_messages, new_events, messages, opens, key_groups,
                                                   deployments if redeployed else None, new_hint).localCheckpoint())
         scope_hint = broadcast_if_small(scope)
@@ -109,7 +109,7 @@ def _scope(key_groups: DataFrame, touched: DataFrame) -> DataFrame:
     return scope_keys(key_groups, broadcast_if_small(touched)(touched)).localCheckpoint()
 
 
-def _grown(old_key_groups: DataFrame | None, links: DataFrame) -> tuple[DataFrame, DataFrame]:
+def _changes_and_key_groups(old_key_groups: DataFrame | None, links: DataFrame) -> tuple[DataFrame, DataFrame]:
     """(the key group rows the links add or change, every key group after them)."""
     none = links.sparkSession.createDataFrame([], KEY_GROUPS)
     key_groups = none if old_key_groups is None else old_key_groups
