@@ -105,18 +105,17 @@ def test_both_restate_refresh_and_append_alike(run, spark):
 
 
 def test_both_give_the_touched_keys_correlations_and_past_outbox_events_alike(run, spark):
-    """The lake's correlations of the touched keys, and those keys: the same rows from both; the
-    past events those of a plain join where no key's line may hold other keys (the driver's
-    delta-rs lookup; else it asks the Spark backend's join)."""
+    """The lake's correlations of the touched keys whose lines hold no other key, and those keys:
+    the same correlations and past events from both (the driver's by its delta-rs lookup), the
+    past events a plain join's. (A key whose line may hold others: the driver asks the Spark
+    backend; `test_outbox.py` and the property test cover those lines.)"""
     staged, scopes, _ = run
-    touched = scopes[Spark].touched_keys.select(*SCOPE)
-    alone = touched.where(~may_share_a_line_column(F.col("correlation_key")))
-    for keys in (touched, alone):
-        correlations = staged.history("correlations").join(keys, SCOPE, "left_semi")
-        found = {backend: backend(staged).outbox_of_touched(correlations, keys) for backend in (Driver, Spark)}
-        assert [frame.columns for frame in found[Driver]] == [frame.columns for frame in found[Spark]]
-        assert [rows(frame) for frame in found[Driver]] == [rows(frame) for frame in found[Spark]]
-    past = staged.history("outbox").join(alone, SCOPE, "left_semi")
+    keys = scopes[Spark].touched_keys.select(*SCOPE).where(~may_share_a_line_column(F.col("correlation_key")))
+    correlations = staged.history("correlations").join(keys, SCOPE, "left_semi")
+    found = {backend: backend(staged).outbox_of_touched(correlations, keys) for backend in (Driver, Spark)}
+    assert [frame.columns for frame in found[Driver]] == [frame.columns for frame in found[Spark]]
+    assert [rows(frame) for frame in found[Driver]] == [rows(frame) for frame in found[Spark]]
+    past = staged.history("outbox").join(keys, SCOPE, "left_semi")
     assert rows(found[Driver][1]) == rows(past.select(*found[Driver][1].columns)) != []
 
 
