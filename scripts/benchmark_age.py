@@ -2,7 +2,7 @@
 of lakes of different ages, by turns.
 
     .venv/bin/python scripts/benchmark_age.py [--part landing] [--files 100000] [--turns 3] [--out .local/bench-age]
-    .venv/bin/python scripts/benchmark_age.py --part lake [--hours 100] [--records 500] [--turns 2]
+    .venv/bin/python scripts/benchmark_age.py --part lake [--hours 100] [--records 500] [--turns 2] [--gold-deletion-vectors]
 
 Not run by CI. One SparkSession, as on the kept driver.
 
@@ -85,6 +85,8 @@ def main() -> None:
     parser.add_argument("--hours", type=int, default=100, help="lake part: hours of the backfilled lake")
     parser.add_argument("--records", type=int, default=500, help="lake part: messages (and events) an hour")
     parser.add_argument("--keys", type=int, default=2500, help="lake part: correlation keys over all hours")
+    parser.add_argument("--gold-deletion-vectors", action="store_true",
+                        help="lake part: gold's tables of each copy given deletion vectors before the hour")
     parser.add_argument("--files", type=int, default=100_000, help="ingested files of the large landing")
     parser.add_argument("--turns", type=int, default=3)
     parser.add_argument("--out", default=str(ROOT / ".local" / "bench-age"))
@@ -143,6 +145,8 @@ def lake_part(args, out: Path) -> None:
     events.mkdir(parents=True, exist_ok=True)
     os.environ["CORRELAKE_SPARK_CONF"] = ",".join(filter(None, (os.environ.get("CORRELAKE_SPARK_CONF"),
                                                                  EVENT_LOG_CONF.format(folder=events))))
+    from correlake.config import GOLD_TABLES, table_path
+    from correlake.lake.sqlfiles import delta_table
     from correlake.run import pipeline
     from correlake.run.maintenance import maintain
     from correlake.runtime.session import get_spark
@@ -181,6 +185,10 @@ def lake_part(args, out: Path) -> None:
     for turn in range(args.turns + 1):  # turn 0 warms up: its time is not counted
         for case, (landing, lake) in bases.items():
             copy = str(shutil.copytree(lake, out / "turn-lake"))
+            if args.gold_deletion_vectors:
+                for name in GOLD_TABLES:
+                    spark.sql(f"ALTER TABLE {delta_table(table_path(copy, name))} "
+                              "SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
             before, state = versions(copy), log_state(copy)
             event_log.read()
             started = time.perf_counter()
