@@ -30,7 +30,8 @@ def _bronze(run: StagedRun) -> None:
     # parsed once: its position ranges narrow the read of bronze, its identities tell whether any repeats
     parsed = bronze.parse_landing(spark, run.plan.files).localCheckpoint()
     known = bronze.known_records(parsed, history) if history else spark.createDataFrame([], bronze.KNOWN)
-    classified = bronze.classify(parsed, known).localCheckpoint()
+    repeated = bronze.repeated_identities(parsed, known).localCheckpoint()  # a job of its own, read twice if any
+    classified = bronze.classify(parsed, known, repeated).localCheckpoint()
     result.count_lines(bronze.line_counts(classified), run.plan.last_event_time)
     for s, name in BRONZE_TABLES.items():
         run.store.put(name, bronze.bronze_records(classified, s).withColumns(meta), checkpoint=False)

@@ -232,20 +232,18 @@ def _partition(df: DataFrame) -> Column:
     return F.coalesce(F.col("partition_id"), F.lit(0)) if "partition_id" in df.columns else F.lit(0)
 
 
-def classify(parsed: DataFrame, known: DataFrame) -> DataFrame:
+def classify(parsed: DataFrame, known: DataFrame, repeated: DataFrame) -> DataFrame:
     """Add `_is_replay` and turn conflicting positions into quarantine reasons.
 
-    `known`: records already in bronze (`KNOWN`). The record that stands for an identity
-    (position, and partition of an exporter record) is the known one, else the first of this
-    run by (file path, line); an equal record is a replay, a different one a conflict.
-    Only the records of an identity that comes twice (`_repeated`: a look at the key columns)
-    are compared, by their content hash (`record_hash` of their `raw`, or bronze's
+    `known`: records already in bronze (`KNOWN`); `repeated`: `repeated_identities` of these.
+    The record that stands for an identity (position, and partition of an exporter record)
+    is the known one, else the first of this run by (file path, line); an equal record is a
+    replay, a different one a conflict. Only the records of a repeated identity are
+    compared, by their content hash (`record_hash` of their `raw`, or bronze's
     `_record_hash` if it has one), in a window over their rows alone; the other rows, bad
     lines included (no position), stay as they are.
     """
-    ok = F.col("reason").isNull()
     keyed = parsed.withColumn("_partition", _partition(parsed))
-    repeated = _repeated(keyed.where(ok).select(*_IDENTITY), known).localCheckpoint()
     if repeated.isEmpty():  # every record new: nothing to compare, no join
         return keyed.withColumn("_is_replay", F.lit(False)).drop("_partition")
     marked = keyed.join(repeated.withColumn("_twice", F.lit(True)), _IDENTITY, "left")
@@ -254,9 +252,11 @@ def classify(parsed: DataFrame, known: DataFrame) -> DataFrame:
     return single.unionByName(compared).drop("_twice", "_partition")
 
 
-def _repeated(identities: DataFrame, known: DataFrame) -> DataFrame:
-    """The identities that come twice among `identities` or are `known`, once each (give
-    `identities` of a checkpointed frame: this is a job of its own)."""
+def repeated_identities(parsed: DataFrame, known: DataFrame) -> DataFrame:
+    """The identities of the accepted lines of `parsed` that come twice among them or are
+    `known`, once each: a look at the key columns, which `classify` reads twice when any."""
+    identities = parsed.where(F.col("reason").isNull()).select(
+        "stream", _partition(parsed).alias("_partition"), "position")
     twice = identities.groupBy(*_IDENTITY).count().where("count > 1").select(*_IDENTITY)
     return twice.unionByName(identities.join(known.select(*_IDENTITY), _IDENTITY, "left_semi")).distinct()
 
