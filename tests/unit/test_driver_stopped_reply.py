@@ -5,7 +5,7 @@ before the stop (`pipeline.run` says so on the interrupt), its caller gets the r
 from __future__ import annotations
 
 import signal
-import time
+import threading
 from multiprocessing import Pipe
 
 import pytest
@@ -40,13 +40,12 @@ def test_a_call_whose_caller_left_is_stopped_even_when_a_finally_replaced_the_in
     """The interrupt that stops a call whose caller went away can be replaced by the error of a
     `finally` that meets the cancelled jobs (PySpark's Arrow collect): still a stopped call."""
     ours, caller = Pipe()
-    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: None)  # the interrupt not raised here
+    signalled = threading.Event()  # the watcher's signal to stop the call, caught here rather than raised
+    previous = signal.signal(signal.SIGUSR1, lambda signum, frame: signalled.set())
 
     def run(spark):
         caller.close()
-        deadline = time.monotonic() + 30
-        while not server._current.gone and time.monotonic() < deadline:  # the watcher sees the hang-up
-            time.sleep(0.01)
+        assert signalled.wait(30)  # the watcher saw the hang-up
         raise RuntimeError("An error occurred while calling o1.getResult")
 
     try:
