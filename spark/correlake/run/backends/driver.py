@@ -47,8 +47,9 @@ class Driver:
                    redeployed: bool) -> Scope:
         """`driver_scope.plan`'s scope as local frames (TooLargeForDriver past `driver_room`)."""
         run, spark = self.run, self.run.spark
-        planned = plan(run, new_messages, new_events, not run.result.rebuild and run.plan.versions["silver_messages"] >= 0,
-                     redeployed, driver_room(run.plan))
+        planned = plan(run, new_messages, new_events,
+                       not run.result.rebuild and run.plan.versions["silver_messages"] >= 0, redeployed,
+                       driver_room(run.plan))
         routed = StructType([*new_events.schema.fields, StructField("label", StringType())])
         return Scope(spark.createDataFrame(planned.key_group_changes, KEY_GROUPS),
                      spark.createDataFrame(planned.scope, KEY_GROUPS),
