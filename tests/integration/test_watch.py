@@ -4,8 +4,9 @@ with a webhook sink, fed landing files while it runs, its faults armed by the te
 once in effect, in order per ordering key); a batch whose gate fails is not run again until
 a new file comes and then runs with it; a tick that meets a busy lake tries again at the
 next; a watch killed after a run's first MERGE commit is rolled back by the next; `run`
-and `sql` go on beside an idle watch; a watch killed mid-pass resends the same events; and
-SIGTERM during a run ends the watch after that run, exit 0."""
+and `sql` go on beside an idle watch; SIGTERM during a run ends the watch after that run,
+exit 0, its events left to the next pass; and a watch killed mid-pass leaves the next one
+to resend the same events. The last two watches have nothing new to run and start no JVM."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -101,22 +103,24 @@ class Watcher:
             self.process.wait(60)
 
 
-def kill_at_request(receiver: Receiver, nth: int, pid: int) -> list[str]:
-    """SIGKILL `pid` when the receiver has taken `nth` requests, before answering the one that
-    made them `nth`: its event applied, its acknowledgement never received. Returns a list
-    that gets that event's id."""
-    answer, cut_short = receiver.answer, []
+def kill_at_request(receiver: Receiver, nth: int) -> tuple[list[str], Callable[[int], None]]:
+    """SIGKILL a watch when the receiver has taken `nth` requests, before answering the one that
+    made them `nth`: its event applied, its acknowledgement never received. Armed before the
+    watch starts; returns a list that gets that event's id, and the function that names the
+    watch's pid (the request waits for it)."""
+    answer, cut_short, pid, named = receiver.answer, [], [], threading.Event()
 
     def answer_then_kill(headers, body):
         status = answer(headers, body)
         with receiver.lock:
             if len(receiver.requests) >= nth and not cut_short:
                 cut_short.append(json.loads(body)["event_id"])
-                os.kill(pid, signal.SIGKILL)
+                named.wait(DEADLINE)
+                os.kill(pid[0], signal.SIGKILL)
         return status
 
     receiver.answer = answer_then_kill
-    return cut_short
+    return cut_short, lambda watch_pid: pid.append(watch_pid) or named.set()
 
 
 @pytest.fixture
@@ -127,7 +131,8 @@ def receiver():
 
 
 def test_watch_under_fire(tmp_path, receiver, spark, capsys):
-    """One story, three watch processes (each a JVM), each ended by a fault the test arms."""
+    """One story, four watch processes, each ended by a fault the test arms; the first two
+    start a JVM each, the last two (nothing new to run, a pass each) none."""
     landing, lake, armed = tmp_path / "landing", tmp_path / "lake", tmp_path / "armed"
     armed.mkdir()
     write_landing(landing, *batch(1), name="b1")
@@ -169,26 +174,34 @@ def test_watch_under_fire(tmp_path, receiver, spark, capsys):
         (armed / "idle").unlink()
         second.until(lambda: len(receiver.applied) == 48, "the other run's events delivered by the watch")
 
-        start = len(receiver.requests)
-        cut_short = kill_at_request(receiver, start + 3, second.process.pid)  # in the pass after b7's run
+        (armed / "term").touch()  # SIGTERM after b7's run's first MERGE: the run ends, the watch after it
         write_landing(landing, *batch(7), name="b7")
-        assert second.ended() == -signal.SIGKILL, second.text()
+        assert second.ended() == 0, second.text()
+    last_run = [line for line in second.lines if " run " in line and "records" in line][-1]
+    assert "12 records" in last_run and "6 events to deliver" in last_run, second.text()
+    assert not [line for line in second.lines[second.lines.index(last_run):] if " pass: " in line]
+    assert second.lines[-1].rstrip().endswith("correlake watch: stopped by SIGTERM after the step in progress")
+    assert journal.unfinished_run(str(lake)) is None and not (armed / "term").exists()
+    assert correlated(lake) == taken((1, 3), (3, 3), (4, 12), (5, 3), (6, 3), (7, 3))
+    assert len(receiver.applied) == 48  # b7's events wait for the next pass: the watch ended after the run
+
+    start = len(receiver.requests)
+    cut_short, name_the_watch = kill_at_request(receiver, start + 3)  # in the third watch's first pass
+    with Watcher(landing, lake, armed, receiver) as third:
+        name_the_watch(third.process.pid)
+        assert third.ended() == -signal.SIGKILL, third.text()
     sent_by_the_dead = {request[0] for request in receiver.requests[start:]}
 
-    with Watcher(landing, lake, armed, receiver) as third:
-        third.until(lambda: len(receiver.applied) == 54, "b7 delivered after the restart")
-        sent_again = {event_id for event_id, n in Counter(r[0] for r in receiver.requests).items() if n > 1}
-        assert set(cut_short) <= sent_again <= sent_by_the_dead  # at least once, the same event ids
+    with Watcher(landing, lake, armed, receiver) as fourth:
+        def sent_again() -> set[str]:
+            return {event_id for event_id, n in Counter(r[0] for r in receiver.requests).items() if n > 1}
 
-        (armed / "term").touch()  # SIGTERM after b8's run's first MERGE: the run ends, the watch after it
-        write_landing(landing, *batch(8), name="b8")
-        assert third.ended() == 0, third.text()
-    last_run = [line for line in third.lines if " run " in line and "records" in line][-1]
-    assert "12 records" in last_run and "6 events to deliver" in last_run, third.text()
-    assert not [line for line in third.lines[third.lines.index(last_run):] if " pass: " in line]
-    assert third.lines[-1].rstrip().endswith("correlake watch: stopped by SIGTERM after the step in progress")
-    assert journal.unfinished_run(str(lake)) is None and not (armed / "term").exists()
-    assert correlated(lake) == taken((1, 3), (3, 3), (4, 12), (5, 3), (6, 3), (7, 3), (8, 3))
-    assert len(receiver.applied) == 54  # b8's events wait for the next pass: the watch ended after the run
+        # the cut-short event was applied before the kill: 54 applied can come before its resend
+        fourth.until(lambda: len(receiver.applied) == 54 and set(cut_short) <= sent_again(),
+                     "b7 delivered after the restart, the cut-short event sent again")
+        assert sent_again() <= sent_by_the_dead  # at least once, the same event ids
+        fourth.process.send_signal(signal.SIGTERM)
+        assert fourth.ended() == 0, fourth.text()
+    assert not [line for line in third.lines + fourth.lines if " run " in line]  # nothing new: no run, no JVM
     assert not_in_sequence(receiver.applied_rows()) == {} and out_of_order(receiver.rows()) == {}
     assert len(DeltaTable(table_path(str(lake), "quarantine")).to_pyarrow_table()) == 6
