@@ -9,7 +9,10 @@ Not run by CI. One SparkSession, as on the kept driver.
 **The lake part**: three lakes of the same hourly workload (`samples/workload.generate`,
 --records messages and as many workflow events an hour over --keys keys): one of 1 hour,
 one of --hourly (24) hourly runs and a `correlake maintain`, one of --hours hours backfilled in one
-run. Each then gets the same next hour (the same records, an hour after its last). Beside
+run. Each then gets the same next hour (the same records, an hour after its last): by
+default in a tenant of its own (`--next-hour own`, as issue 83 measured it: what the history
+costs an hour that touches none of its keys), or on the history's keys (`--next-hour
+shared`: the hour's key groups are replayed with all they hold). Beside
 the time, what the run read and rewrote, which the machine's load does not change
 (`run_metrics.py`): Spark jobs, stages, tasks, files, bytes and rows its scans read (Delta's
 log replays included), the commits past each table's checkpoint and the log's files before
@@ -43,6 +46,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 FIRST_HOUR = datetime(2026, 12, 4, 10, tzinfo=timezone.utc)
 PER_HOUR_FOLDER = 10  # older files per stream and hour folder (ten producers)
+NEXT_HOUR_TENANT = "next-hour"  # the lake part's next hour with `--next-hour own`
 
 
 def hour_folder(hour: datetime) -> str:
@@ -85,6 +89,9 @@ def main() -> None:
     parser.add_argument("--hours", type=int, default=100, help="lake part: hours of the backfilled lake")
     parser.add_argument("--records", type=int, default=500, help="lake part: messages (and events) an hour")
     parser.add_argument("--keys", type=int, default=2500, help="lake part: correlation keys over all hours")
+    parser.add_argument("--next-hour", choices=("own", "shared"), default="own",
+                        help="lake part: the next hour in a tenant of its own (as issue 83 measures), or on the "
+                             "history's keys (its key groups replayed)")
     parser.add_argument("--gold-deletion-vectors", action="store_true",
                         help="lake part: gold's tables of each copy given deletion vectors before the hour")
     parser.add_argument("--files", type=int, default=100_000, help="ingested files of the large landing")
@@ -154,9 +161,10 @@ def lake_part(args, out: Path) -> None:
 
     spark, event_log = get_spark(), EventLog(events)
 
-    def land(landing: Path, hour: int, seed: int) -> None:
+    def land(landing: Path, hour: int, seed: int, tenant_id: str | None = None) -> None:
         generate(landing, args.records, args.records, "uniform", seed=seed, files=1,
-                 first_position=1 + hour * 10 ** 6, start_ms=BASE_MS + hour * HOUR_MS, key_count=args.keys)
+                 first_position=1 + hour * 10 ** 6, start_ms=BASE_MS + hour * HOUR_MS, key_count=args.keys,
+                 tenant_id=tenant_id)
 
     def run(landing: Path, lake: str):
         return pipeline.run(spark, str(landing), lake, max_quarantine_ratio=1.0)
@@ -167,20 +175,20 @@ def lake_part(args, out: Path) -> None:
     for case, hours in cases.items():
         landing, lake = out / f"landing-{hours}", str(out / f"lake-{hours}")
         bases[case] = (landing, lake)
-        if args.reuse and os.path.isdir(lake):
-            continue
-        started = time.perf_counter()
-        hourly = case.startswith(f"{args.hourly} hourly")
-        for hour in range(hours):
-            land(landing, hour, hour + 1)
+        if not (args.reuse and os.path.isdir(lake)):
+            started = time.perf_counter()
+            hourly = case.startswith(f"{args.hourly} hourly")
+            for hour in range(hours):
+                land(landing, hour, hour + 1)
+                if hourly:
+                    run(landing, lake)
             if hourly:
+                maintain(spark, lake)
+            else:
                 run(landing, lake)
-        if hourly:
-            maintain(spark, lake)
-        else:
-            run(landing, lake)
-        land(landing, hours, 10 ** 6)  # the next hour: the same records for every lake
-        print(f"{case}: built in {time.perf_counter() - started:.1f} s", flush=True)
+            print(f"{case}: built in {time.perf_counter() - started:.1f} s", flush=True)
+        # the next hour: the same records for every lake, in a tenant of their own or on the history's keys
+        land(landing, hours, 10 ** 6, NEXT_HOUR_TENANT if args.next_hour == "own" else None)
     seconds, measures = {case: [] for case in cases}, {}
     for turn in range(args.turns + 1):  # turn 0 warms up: its time is not counted
         for case, (landing, lake) in bases.items():

@@ -34,14 +34,16 @@ def _keys(rng: random.Random, n: int, skew: str, count: int) -> list[str]:
 
 
 def generate(landing: Path, messages: int, events: int, skew: str, seed: int = 1, files: int = 8,
-             first_position: int = 1, start_ms: int = BASE_MS, key_count: int | None = None) -> None:
+             first_position: int = 1, start_ms: int = BASE_MS, key_count: int | None = None,
+             tenant_id: str | None = None) -> None:
     """Catch subscriptions (with ends and lefts) and publishes over `key_count` keys (default: a
-    quarter of the messages) in the hour from `start_ms`; the batch at position 1 deploys too."""
+    quarter of the messages) in the hour from `start_ms`; the batch at position 1 deploys too,
+    as does a batch given a tenant of its own (`tenant_id`, on every record; else the default)."""
     rng = random.Random(seed)
     key_count = key_count or max(messages // 4, 1)
     pos = first_position
     msg_rows, ev_rows = [], []
-    if first_position == 1:
+    if first_position == 1 or tenant_id is not None:
         for p in ("order", "billing"):
             ev_rows.append({"position": pos, "type": PROCESS_DEPLOYED, "timestamp": start_ms - 1, "bpmn_process_id": p,
                             "process_version": 1, "message_start_events": ["start"] if p == "order" else []})
@@ -73,6 +75,9 @@ def generate(landing: Path, messages: int, events: int, skew: str, seed: int = 1
             ev_rows.append({"position": pos, "type": INSTANCE_ENDED, "timestamp": t,
                             "process_instance_key": f"p{eik}"})
         pos += 1
+    if tenant_id is not None:
+        for row in msg_rows + ev_rows:
+            row["tenant_id"] = tenant_id
     for stream, rows in (("messages", msg_rows), ("workflow_events", ev_rows)):
         folder = landing / stream / f"batch-{first_position:012d}"  # lexically ordered: docs/design.md *Discovery*
         folder.mkdir(parents=True, exist_ok=True)
