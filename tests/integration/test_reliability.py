@@ -53,7 +53,7 @@ def world(spark, tmp_path_factory):
     write_jsonl(landing / "workflow_events" / "2.jsonl", events[half_e:])
     reference = copy_lake(base, root / "reference")
     pipeline.run(spark, str(landing), reference, max_quarantine_ratio=1.0)
-    assert_outbox_agrees(spark, reference)
+    assert_outbox_agrees(reference)
     return landing, base, reference, snapshot(reference)
 
 

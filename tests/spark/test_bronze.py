@@ -17,8 +17,9 @@ import sys
 from unittest.mock import ANY
 
 import pytest
-from pyspark.sql import functions as F
+from deltalake import DeltaTable
 from support.helpers import PythonWorkerPeak, versions, write_jsonl, write_landing
+from support.lake_rows import table_rows
 
 from correlake.config import LONG_LINE_RAW_BYTES, table_path
 from correlake.contract.parsing import MAX_MILLIS
@@ -26,7 +27,6 @@ from correlake.interfaces import cli
 from correlake.lake import meta
 from correlake.lake.discovery import find
 from correlake.lake.landing import OUTSIDE_WHY, listing
-from correlake.lake.sqlfiles import delta_table
 from correlake.run import pipeline, staged
 
 T0 = 1767225600000
@@ -37,8 +37,9 @@ def m(position, key="k", **extra):
     return {"position": position, "name": "m", "correlation_key": key, "published_at": T0 + position, **extra}
 
 
-def table(spark, lake_dir, name):
-    return spark.read.format("delta").load(table_path(lake_dir, name))
+def table(lake_dir, name, where=lambda row: True) -> list[dict]:
+    """The rows of the lake's table `name` for which `where` holds, read with delta-rs (times as epoch millis)."""
+    return [row for row in table_rows(lake_dir, name) if where(row)]
 
 
 def write_inflating_gz(path, before: list, after: list, line_bytes: int = 2**30) -> None:
@@ -99,8 +100,8 @@ def mixed(spark, tmp_path_factory):
 
 def test_every_line_lands_in_bronze_or_quarantine(mixed):
     spark, _, lake_dir, result, _ = mixed
-    bronze = table(spark, lake_dir, "bronze_messages").count() + table(spark, lake_dir, "bronze_workflow_events").count()
-    quarantined = table(spark, lake_dir, "quarantine").count()
+    bronze = len(table(lake_dir, "bronze_messages")) + len(table(lake_dir, "bronze_workflow_events"))
+    quarantined = len(table(lake_dir, "quarantine"))
     assert result.records_read == 19 == bronze + quarantined  # blank lines are not records
     assert quarantined == result.quarantined_total == 9
 
@@ -109,14 +110,15 @@ def test_a_line_too_long_is_quarantined_cut_and_its_file_read_in_little_memory(m
     """The 1 GiB line of a 1 MiB gzip file: its first 64 KiB in quarantine, the lines around
     it in bronze, the file ingested (a second run does not meet it: the no-op rerun below)."""
     spark, _, lake_dir, result, peak = mixed
-    source = F.col("_source_file").endswith("/inflating.jsonl.gz")
-    row = table(spark, lake_dir, "quarantine").where(source).select("_line", "reason", "raw").first()
+    def source(row):
+        return row["_source_file"].endswith("/inflating.jsonl.gz")
+
+    [row] = table(lake_dir, "quarantine", source)
     assert (row["_line"], row["reason"]) == (2, "line too long")
     assert row["raw"] == '{"pad": "' + "x" * (LONG_LINE_RAW_BYTES - 9)
-    assert sorted(tuple(r) for r in table(spark, lake_dir, "bronze_messages").where(source)
-                  .select("position", "_line").collect()) == [(20, 1), (21, 3)]
-    assert table(spark, lake_dir, "ingested_files").where(F.col("path").endswith("/inflating.jsonl.gz")).first()[
-        "lines"] == 3
+    assert sorted((r["position"], r["_line"]) for r in table(lake_dir, "bronze_messages", source)) == [(20, 1), (21, 3)]
+    [ingested] = table(lake_dir, "ingested_files", lambda r: r["path"].endswith("/inflating.jsonl.gz"))
+    assert ingested["lines"] == 3
     print(f"Python workers' peak memory: {peak / 2**20:.0f} MiB")
     assert 0 < peak < 512 * 2**20, f"{peak / 2**20:.0f} MiB"
 
@@ -127,12 +129,11 @@ def test_links_out_of_the_landing_are_not_read_even_swapped_after_listing(mixed)
 
     spark, landing, lake_dir, result, _ = mixed
     for name in ("bronze_messages", "quarantine"):
-        rows = table(spark, lake_dir, name)
-        assert rows.where(F.col("raw").contains(MARKER) | F.col("_source_file").rlike("/(all|secret|swapped)")
-                          ).count() == 0
+        assert table(lake_dir, name, lambda r: MARKER in (r["raw"] or "")
+                     or re.search("/(all|secret|swapped)", r["_source_file"])) == []
     swapped = str(landing / "messages" / "swapped.jsonl")
     assert result.not_read == {swapped: OUTSIDE_WHY} and result.files == 8
-    assert swapped not in [r["path"] for r in table(spark, lake_dir, "ingested_files").collect()]
+    assert swapped not in [r["path"] for r in table(lake_dir, "ingested_files")]
     assert summary(result).splitlines()[-1].endswith(f"{swapped} ({OUTSIDE_WHY})")
     assert [note for note in unread(landing) if OUTSIDE_WHY in note] == [
         f"messages/all/ ({OUTSIDE_WHY})", f"messages/secret.jsonl ({OUTSIDE_WHY})",
@@ -163,7 +164,7 @@ def test_a_link_swapped_between_listing_and_reading_is_not_read(spark, tmp_path)
 
 def test_quarantine_reasons_are_precise(mixed):
     spark, _, lake_dir, result, _ = mixed
-    rows = {(r["_source_file"].rsplit("/", 1)[1], r["_line"]): r for r in table(spark, lake_dir, "quarantine").collect()}
+    rows = {(r["_source_file"].rsplit("/", 1)[1], r["_line"]): r for r in table(lake_dir, "quarantine")}
     assert rows[("c.jsonl", 1)]["reason"].startswith("conflicting position 2: differs from the record at ")
     assert rows[("c.jsonl", 1)]["reason"].endswith("a.jsonl:2")
     assert rows[("c.jsonl", 2)]["reason"].startswith("invalid JSON")
@@ -179,20 +180,19 @@ def test_quarantine_reasons_are_precise(mixed):
 
 def test_replays_are_recognised_not_duplicated(mixed):
     spark, _, lake_dir, result, _ = mixed
-    bronze = table(spark, lake_dir, "bronze_messages")
     assert result.replays == 1
-    assert bronze.where("position = 1").count() == 2
-    assert bronze.where("position = 1 AND NOT _is_replay").count() == 1
-    assert table(spark, lake_dir, "silver_messages").count() == 8  # positions 1,2,3,4,5,8,20,21
-    assert table(spark, lake_dir, "messages").where("message_key = 1").count() == 1
+    assert sorted(r["_is_replay"] for r in table(lake_dir, "bronze_messages", lambda r: r["position"] == 1)) == [
+        False, True]
+    assert len(table(lake_dir, "silver_messages")) == 8  # positions 1,2,3,4,5,8,20,21
+    assert len(table(lake_dir, "messages", lambda r: r["message_key"] == 1)) == 1
 
 
 def test_bronze_keeps_the_record_as_read(mixed):
     spark, _, lake_dir, _, _ = mixed
-    row = table(spark, lake_dir, "bronze_messages").where("position = 2").first()
+    [row] = table(lake_dir, "bronze_messages", lambda r: r["position"] == 2)
     assert json.loads(row["raw"])["extra_field"] == {"kept": True}
     assert row["_source_file"].endswith("a.jsonl") and row["_line"] == 2 and row["_run_id"]
-    five = table(spark, lake_dir, "bronze_messages").where("position = 5").first()
+    [five] = table(lake_dir, "bronze_messages", lambda r: r["position"] == 5)
     assert five["correlation_key"] == "7" and five["_source_file"].endswith("b.jsonl.gz")
 
 
@@ -215,7 +215,7 @@ def later(mixed, tmp_path_factory):
     write_jsonl(landing / "messages" / "later.jsonl", [m(3), m(4, key="changed"), m(9)])
 
     def counts():
-        return {name: table(spark, lake_dir, name).count() for name in ("bronze_messages", "quarantine", "messages")}
+        return {name: len(table(lake_dir, name)) for name in ("bronze_messages", "quarantine", "messages")}
 
     def crash(*args, **kwargs):
         raise RuntimeError("disk full")
@@ -227,25 +227,25 @@ def later(mixed, tmp_path_factory):
             pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
     failed = counts()
     result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
-    return spark, lake_dir, before, failed, counts(), result
+    return lake_dir, before, failed, counts(), result
 
 
 def test_a_failed_run_leaves_every_table_as_it_was(later):
-    _, _, before, failed, after, _ = later
+    _, before, failed, after, _ = later
     assert failed == before
     assert after == {"bronze_messages": before["bronze_messages"] + 2, "quarantine": before["quarantine"] + 1,
                      "messages": before["messages"] + 1}  # m(3) a replay, m(4) a conflict, m(9) new
 
 
 def test_later_run_replays_and_conflicts_against_bronze(later):
-    spark, lake_dir, _, _, _, result = later
+    lake_dir, _, _, _, result = later
     assert result.replays == 1
-    reason = next(r["reason"] for r in table(spark, lake_dir, "quarantine").where("_line = 2").collect()
-                  if r["_source_file"].endswith("later.jsonl"))
+    [(reason,)] = [(r["reason"],) for r in table(lake_dir, "quarantine")
+                   if r["_line"] == 2 and r["_source_file"].endswith("later.jsonl")]
     assert reason.startswith("conflicting position 4: differs from the record at") and "b.jsonl.gz:1" in reason
     assert result.quarantined == {"conflicting position: differs from the record that stands for it (each line's "
                                   "in quarantine)": 1}  # the run's summary: one count for every conflict
-    assert table(spark, lake_dir, "messages").where("message_key = 4").first()["correlation_key"] == "k"
+    assert [r["correlation_key"] for r in table(lake_dir, "messages", lambda r: r["message_key"] == 4)] == ["k"]
 
 
 def test_ratio_gate_commits_nothing(spark, tmp_path, capsys, monkeypatch):
@@ -262,8 +262,8 @@ def test_ratio_gate_commits_nothing(spark, tmp_path, capsys, monkeypatch):
     assert "run once with a max_quarantine_ratio of 0.5 (--max-quarantine-ratio" in err
     assert all(v == -1 for v in versions(lake_dir).values())
     assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--max-quarantine-ratio", "0.5"]) == 0
-    assert table(spark, lake_dir, "quarantine").count() == 2
-    assert table(spark, lake_dir, "bronze_messages").count() == 2
+    assert len(table(lake_dir, "quarantine")) == 2
+    assert len(table(lake_dir, "bronze_messages")) == 2
 
 
 def test_usage_errors_exit_2(tmp_path, capsys):
@@ -378,14 +378,14 @@ def test_a_hidden_file_or_folder_is_not_recorded_as_ingested_and_is_read_once_re
     (landing / "messages" / "linked").symlink_to(landing / "elsewhere")  # in the landing: followed
     write_jsonl(landing / "workflow_events" / "w.jsonl", [])
     pipeline.run(spark, str(landing), lake_dir)
-    assert [r["position"] for r in table(spark, lake_dir, "bronze_messages").collect()] == [2]
-    ingested = [r["path"] for r in table(spark, lake_dir, "ingested_files").collect()]
+    assert [r["position"] for r in table(lake_dir, "bronze_messages")] == [2]
+    ingested = [r["path"] for r in table(lake_dir, "ingested_files")]
     assert not [p for p in ingested if p.endswith(("/_a.jsonl", "/c.jsonl"))]
     (landing / "messages" / "next").mkdir()  # after the paths ingested (`linked/`): the producer's contract
     (landing / "messages" / "_a.jsonl").rename(landing / "messages" / "next" / "a.jsonl")
     (landing / "messages" / "_staging" / "c.jsonl").rename(landing / "messages" / "next" / "c.jsonl")
     pipeline.run(spark, str(landing), lake_dir)
-    assert sorted(r["position"] for r in table(spark, lake_dir, "bronze_messages").collect()) == [1, 2, 3]
+    assert sorted(r["position"] for r in table(lake_dir, "bronze_messages")) == [1, 2, 3]
 
 
 def test_a_file_that_grows_in_place_gives_its_new_lines_once_and_its_old_ones_not_again(spark, tmp_path):
@@ -412,17 +412,15 @@ def test_a_file_that_grows_in_place_gives_its_new_lines_once_and_its_old_ones_no
     # a.jsonl grew below the stream's mark (b.jsonl.gz): found by a full listing (lake.md, Discovery)
     second = pipeline.run(spark, str(landing), lake_dir, full_listing=True)
     assert (second.records_read, second.replays, second.quarantined_total) == (3, 0, 0)
-    bronze = sorted((r["position"], r["_line"], r["_is_replay"]) for r in table(spark, lake_dir, "bronze_messages")
-                    .collect())
+    bronze = sorted((r["position"], r["_line"], r["_is_replay"]) for r in table(lake_dir, "bronze_messages"))
     assert bronze == [(1, 1, False), (2, 3, False), (3, 4, False), (4, 5, False), (10, 1, False), (11, 2, False)]
-    assert [(r["_line"], r["raw"]) for r in table(spark, lake_dir, "quarantine").collect()] == [(4, whole[:10])]
+    assert [(r["_line"], r["raw"]) for r in table(lake_dir, "quarantine")] == [(4, whole[:10])]
     lines = sorted((r["path"].rsplit("/", 1)[1], r["size"], r["lines"])
-                   for r in table(spark, lake_dir, "ingested_files").collect())
+                   for r in table(lake_dir, "ingested_files"))
     assert lines == sorted([("a.jsonl", sizes[0], 3), ("a.jsonl", a.stat().st_size, 2), ("b.jsonl.gz", sizes[1], 1),
                             ("b.jsonl.gz", b.stat().st_size, 1), ("w.jsonl", w.stat().st_size, 1)])
-    gold = table(spark, lake_dir, "messages")
-    assert sorted(r["message_key"] for r in gold.collect()) == [1, 2, 3, 4, 10, 11]
-    assert [r["message_key"] for r in table(spark, lake_dir, "correlations").collect()] == [1]  # the first of key k
+    assert sorted(r["message_key"] for r in table(lake_dir, "messages")) == [1, 2, 3, 4, 10, 11]
+    assert [r["message_key"] for r in table(lake_dir, "correlations")] == [1]  # the first of key k
     assert pipeline.run(spark, str(landing), lake_dir).nothing_new
 
 
@@ -512,9 +510,8 @@ def test_as_of_moves_statuses_without_new_records(spark, tmp_path, capsys):
     assert cli.main(run) == 0
 
     def statuses():
-        rows = table(spark, lake_dir, "messages").select("message_key", "status").collect()
-        return {r["message_key"]: r["status"] for r in rows}, table(spark, lake_dir, "as_of").select(
-            F.unix_millis("as_of")).collect()
+        return ({r["message_key"]: r["status"] for r in table(lake_dir, "messages")},
+                [(r["as_of"],) for r in table(lake_dir, "as_of")])
 
     assert statuses()[0] == {1: "BUFFERED", 2: "EXPIRED"}
     assert cli.main([*run, "--as-of", str(T0 + 5000)]) == 0
@@ -528,7 +525,7 @@ def test_as_of_moves_statuses_without_new_records(spark, tmp_path, capsys):
     assert cli.main(run) == 0  # back to the default as_of
     assert "statuses of gold/messages re-evaluated" in capsys.readouterr().out
     assert statuses()[0] == {1: "BUFFERED", 2: "EXPIRED"}
-    refresh = table(spark, lake_dir, "runs").orderBy("finished_at").collect()[-1]
+    refresh = max(table(lake_dir, "runs"), key=lambda r: r["finished_at"])
     assert (refresh["files"], refresh["records_read"]) == (0, 0)
     assert json.loads(refresh["summary"])["as_of_before"] == T0 + 5000
     before = versions(lake_dir)
@@ -546,9 +543,9 @@ def test_records_that_move_as_of_update_only_the_statuses_that_cross(spark, tmp_
     def run(name, records, as_of=None):
         write_jsonl(landing / "messages" / f"{name}.jsonl", records)
         result = pipeline.run(spark, str(landing), lake_dir, as_of=as_of)
-        [row] = table(spark, lake_dir, "as_of").select(F.unix_millis("as_of"), "run_id").collect()
-        rows = table(spark, lake_dir, "messages").select("message_key", "status").collect()
-        return sorted(tuple(r) for r in rows), tuple(row), result.run_id
+        [row] = table(lake_dir, "as_of")
+        rows = [(r["message_key"], r["status"]) for r in table(lake_dir, "messages")]
+        return sorted(rows), (row["as_of"], row["run_id"]), result.run_id
 
     *_, run_a = run("a", [m(1, key="a", ttl_ms=1000), m(2, key="e", ttl_ms=1000)])
     _, as_of_b, run_b = run("b", [m(4000, key="a", ttl_ms=10_000), m(5000, key="b", ttl_ms=1000)])
@@ -559,14 +556,14 @@ def test_records_that_move_as_of_update_only_the_statuses_that_cross(spark, tmp_
     rows, as_of_d, run_d = run("d", [m(4, key="d", ttl_ms=0)], as_of=T0 + 3)
     assert rows == [(1, "BUFFERED"), (2, "BUFFERED"), (3, "BUFFERED"), (4, "EXPIRED"), (4000, "BUFFERED"),
                     (5000, "BUFFERED")] and as_of_d == (T0 + 3, run_d)
-    history = spark.sql(f"DESCRIBE HISTORY {delta_table(table_path(lake_dir, 'messages'))}").orderBy("version").collect()
+    history = sorted(DeltaTable(table_path(lake_dir, "messages")).history(), key=lambda c: c["version"])  # the log
     updated = {"MERGE": "numTargetRowsUpdated", "UPDATE": "numUpdatedRows"}
-    assert [(r["operation"], r["operationMetrics"].get(updated[r["operation"]])) for r in history[1:]] == [
+    assert [(c["operation"], str(c["operationMetrics"].get(updated[c["operation"]]))) for c in history[1:]] == [
         ("MERGE", "2"),  # b: key a's message 1 (touched) and key e's message 2 (crosses)
         ("MERGE", "0"),  # c: a new row, nothing crosses
         ("MERGE", "2")]  # d: a new row; messages 1 and 2 (untouched keys) back to BUFFERED
-    as_of_commits = spark.sql(f"DESCRIBE HISTORY {delta_table(table_path(lake_dir, 'as_of'))}").orderBy("version")
-    assert [r["userMetadata"] for r in as_of_commits.collect()] == [run_a, run_b, run_d]  # not c; by delta-rs
+    as_of_commits = sorted(DeltaTable(table_path(lake_dir, "as_of")).history(), key=lambda c: c["version"])
+    assert [c["userMetadata"] for c in as_of_commits] == [run_a, run_b, run_d]  # not c; by delta-rs
 
 
 def test_reason_kinds_are_the_same_in_python_and_in_spark_sql(spark):

@@ -37,6 +37,7 @@ from pathlib import Path
 
 import pytest
 from support.helpers import merge_cases, project_row, read_gold, restore_row, write_landing
+from support.lake_rows import table_rows
 
 from correlake.config import GOLD_TABLES, table_path
 from correlake.contract.reasons import reason_kind
@@ -63,8 +64,7 @@ def gold(spark, tmp_path_factory):
         assert cli.main(["run", "--landing", str(root / "landing"), "--lake", str(root / "lake"),
                          "--max-quarantine-ratio", "0.5"]) == 0
     tables = read_gold(str(root / "lake"))
-    tables["quarantine"] = [r.asDict() for r in spark.read.format("delta").load(
-        table_path(str(root / "lake"), "quarantine")).select("stream", "_line", "reason").collect()]
+    tables["quarantine"] = table_rows(str(root / "lake"), "quarantine", lambda _: ["stream", "_line", "reason"])
     return tables, layout
 
 

@@ -9,6 +9,7 @@ import json
 
 import pytest
 from support.helpers import opened, publish, write_jsonl
+from support.lake_rows import table_rows
 
 from correlake.lake import discovery, files, meta
 from correlake.quality.gates import GateFailed
@@ -28,8 +29,9 @@ def record(lake: str) -> dict:
     return json.loads(files.state(lake).read(discovery.RECORD))
 
 
-def positions(spark, lake: str) -> list[int]:
-    return sorted(r.position for r in spark.read.format("delta").load(f"{lake}/bronze/messages").collect())
+def positions(lake: str) -> list[int]:
+    """bronze/messages' positions, read with delta-rs."""
+    return sorted(r["position"] for r in table_rows(lake, "bronze_messages", lambda _: ["position"]))
 
 
 def test_a_file_below_the_mark_waits_for_the_full_listing_a_grown_one_is_read_once_a_failed_run_moves_nothing(
@@ -53,7 +55,7 @@ def test_a_file_below_the_mark_waits_for_the_full_listing_a_grown_one_is_read_on
     assert record(lake) == before
     result = pipeline.run(spark, str(landing), lake, max_quarantine_ratio=1.0)
     assert (result.files, result.records_read, result.quarantined_total) == (2, 3, 1)  # b's new line, c's two
-    assert positions(spark, lake) == [1, 3, 4, 5] and record(lake)["marks"]["messages"] == str(c)
+    assert positions(lake) == [1, 3, 4, 5] and record(lake)["marks"]["messages"] == str(c)
 
     # when: CORRELAKE_FULL_LISTING_HOURS after the last full listing by the runs' clock (or on demand,
     # `full_listing`: test_bronze's grown file)

@@ -10,7 +10,9 @@ import json
 from datetime import datetime, timezone
 
 import pytest
+from deltalake import DeltaTable
 from support.helpers import write_jsonl
+from support.lake_rows import table_rows  # delta-rs: times as epoch millis
 
 from correlake.analysis import audit
 from correlake.interfaces import cli
@@ -132,17 +134,16 @@ def audited(spark, tmp_path_factory):
     return {"lake": lake, "first": first, "second": second, "before": before}
 
 
-def test_engine_correlations_keep_the_first_record_of_each_pair(spark, audited):
-    rows = {(r["message_key"], r["bpmn_process_id"]): r.asDict() for r in
-            spark.read.format("delta").load(f"{audited['lake']}/gold/engine_correlations").collect()}
+def test_engine_correlations_keep_the_first_record_of_each_pair(audited):
+    rows = {(r["message_key"], r["bpmn_process_id"]): r for r in table_rows(audited["lake"], "engine_correlations")}
     assert {k: (r["subscription_type"], r["process_instance_key"], r["element_instance_key"], r["partition_id"],
                 r["position"] if k == (15, "order") else None, r["correlated_at"]) for k, r in rows.items()} == {
-        (11, "order"): ("CATCH", "2000", "2001", 1, None, at(3)),
-        (15, "order"): ("CATCH", "6000", "6001", 1, 500, at(5)),  # run 2's (1, 500) replaced run 1's (2, 10)
-        (15, "billing"): ("CATCH", "7000", "7001", 1, None, at(5)),
-        (13, "order"): ("CATCH", "4000", "4001", 1, None, at(20)),
-        (14, "order"): ("CATCH", "5000", "5001", 1, None, at(31)),
-        (21, "start"): ("START", "msg-start:start:21", None, 1, None, at(40)),  # named as correlake names it
+        (11, "order"): ("CATCH", "2000", "2001", 1, None, T0 + 3 * S),
+        (15, "order"): ("CATCH", "6000", "6001", 1, 500, T0 + 5 * S),  # run 2's (1, 500) replaced run 1's (2, 10)
+        (15, "billing"): ("CATCH", "7000", "7001", 1, None, T0 + 5 * S),
+        (13, "order"): ("CATCH", "4000", "4001", 1, None, T0 + 20 * S),
+        (14, "order"): ("CATCH", "5000", "5001", 1, None, T0 + 31 * S),
+        (21, "start"): ("START", "msg-start:start:21", None, 1, None, T0 + 40 * S),  # named as correlake names it
     }
     assert (rows[(21, "start")]["tenant_id"], rows[(21, "start")]["correlation_key"]) == ("A", "c1")
     assert (rows[(13, "order")]["message_name"], rows[(11, "order")]["tenant_id"]) == ("paid", "<default>")
@@ -183,8 +184,8 @@ def test_a_lake_that_agrees_with_its_engine_audits_clean(spark, tmp_path, capsys
         caught(11, T0 + 2 * S, 1000, "k")])
     pipeline.run(spark, str(landing), lake)
     pipeline.run(spark, None, lake, rebuild=True)  # recomputed from bronze: the same row
-    assert spark.read.format("delta").load(f"{lake}/gold/engine_correlations").count() == 1
-    last = spark.sql(f"DESCRIBE HISTORY delta.`{lake}/gold/engine_correlations` LIMIT 1").first()
+    assert len(table_rows(lake, "engine_correlations")) == 1
+    [last] = DeltaTable(f"{lake}/gold/engine_correlations").history(1)  # the log, read by delta-rs
     assert (last["operation"], last["operationParameters"]["mode"]) == ("WRITE", "Overwrite")  # the rebuild's
     assert cli.main(["audit", "--lake", lake]) == 0
     assert "no difference" in capsys.readouterr().out

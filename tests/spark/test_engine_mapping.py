@@ -23,8 +23,8 @@ import base64
 
 import pytest
 from support.helpers import read_gold, write_jsonl
+from support.lake_rows import table_rows
 
-from correlake.config import table_path
 from correlake.run import pipeline
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00Z
@@ -171,11 +171,10 @@ def test_start_events_arriving_later_start_the_instance_the_pairing_names(lake):
     assert rows(second, "correlations", "starts", "message_key", "subscription_type") == [(5005, "START")]
 
 
-def test_unmapped_records_are_listed_with_why(spark, lake):
-    lake_dir = lake[0]
-    listed = spark.read.format("delta").load(table_path(lake_dir, "silver_engine_pending"))
+def test_unmapped_records_are_listed_with_why(lake):
+    listed = table_rows(lake[0], "silver_engine_pending")  # read with delta-rs
     got = sorted((r["tenant_id"], r["value_type"], r["intent"], r["process_definition_key"], r["element_id"], r["why"])
-                 for r in listed.collect())
+                 for r in listed)
     assert got == [
         ("named", "PROCESS_MESSAGE_SUBSCRIPTION", "CREATING", 300, "rt", "NO_DEFINITION"),
         ("odd", "PROCESS", "DELETED", 400, None, "RESOURCE_DELETION"),

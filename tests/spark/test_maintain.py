@@ -10,6 +10,7 @@ import time
 import pytest
 from deltalake import DeltaTable
 from support.helpers import versions
+from support.lake_rows import table_rows
 
 from correlake.config import TABLES, data_docs_dir, table_path, validation_results_dir
 from correlake.interfaces import cli
@@ -21,16 +22,14 @@ from correlake.run.maintenance import LOG_RETENTION, RETENTION_CHECK, maintain
 from correlake.samples.workload import BASE_MS, generate
 
 
-def contents(spark, lake_dir, version: dict | None = None) -> dict:
-    """Every table's rows (as sorted reprs), at the given versions or the latest."""
+def contents(lake_dir, version: dict | None = None) -> dict:
+    """Every table's rows (as sorted reprs), at the given versions or the latest, read with
+    delta-rs (deletion vectors applied), no Spark job."""
     out = {}
     for name in TABLES:
-        if not lake.is_table(table_path(lake_dir, name)):  # silver/subscriptions: not written by runs
-            continue
-        reader = spark.read.format("delta")
-        if version:
-            reader = reader.option("versionAsOf", version[name])
-        out[name] = sorted(map(repr, reader.load(table_path(lake_dir, name)).collect()))
+        rows = table_rows(lake_dir, name, version=version[name] if version else None)
+        if rows is not None:  # silver/subscriptions: not written by runs
+            out[name] = sorted(map(repr, rows))
     return out
 
 
@@ -62,7 +61,7 @@ def lake_dir(spark, tmp_path_factory):
     os.utime(stray, (time.time() - 8 * 86400,) * 2)
     spark.sql(f"ALTER TABLE {delta_table(table_path(lake_dir, 'as_of'))} SET TBLPROPERTIES "
               "('delta.deletedFileRetentionDuration' = 'interval 30 days')")  # its own: always vacuumed
-    return landing, lake_dir, contents(spark, lake_dir), versions(lake_dir)
+    return landing, lake_dir, contents(lake_dir), versions(lake_dir)
 
 
 def test_maintenance_compacts_and_changes_no_row(spark, lake_dir):
@@ -70,7 +69,7 @@ def test_maintenance_compacts_and_changes_no_row(spark, lake_dir):
     result = maintain(spark, lake_dir)
     tables = {t.table: t for t in result.tables}
     assert set(tables) == {TABLES[name] for name in before}
-    assert contents(spark, lake_dir) == before
+    assert contents(lake_dir) == before
     assert all(t.files[1] <= t.files[0] for t in tables.values())
     assert tables["bronze/messages"].files[0] > 1 == tables["bronze/messages"].files[1]  # two runs' appends
     assert {name for name, t in tables.items() if t.purged_dvs} == {"silver/messages", "gold/subscriptions"}
@@ -88,7 +87,7 @@ def test_maintenance_compacts_and_changes_no_row(spark, lake_dir):
     assert result.delivery_attempts == 0  # no delivery pass yet: no delivery table
     assert all(t.on_disk[1] == t.on_disk[0] + t.files[1] - t.vacuumed for t in tables.values() if t.compacted)
     assert all(t.log_files[1] > t.log_files[0] for t in tables.values())  # commits, a checkpoint
-    assert contents(spark, lake_dir, old) == before  # time travel to before maintenance
+    assert contents(lake_dir, old) == before  # time travel to before maintenance
     maintained = versions(lake_dir)
     assert pipeline.run(spark, str(landing), lake_dir).nothing_new and versions(lake_dir) == maintained
 
@@ -110,7 +109,7 @@ def test_explicit_zero_retention_vacuums_and_rolls_back_first(spark, lake_dir, c
 
     result = maintain(spark, lake_dir, retain_hours=0)
     assert result.rolled_back == "crashed-run"
-    assert contents(spark, lake_dir) == before
+    assert contents(lake_dir) == before
     tables = {t.table: t for t in result.tables}
     assert not any(t.log_retention_set for t in tables.values())  # the first maintenance set it
     assert sum(t.vacuumed for t in tables.values()) > 0

@@ -13,6 +13,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F
 from support.delivery_helpers import Receiver
 from support.helpers import versions, write_landing
+from support.lake_rows import table_rows
 
 from correlake.config import table_path
 from correlake.contract.ordering import may_share_a_line, may_share_a_line_column, ordering_key, ordering_key_column
@@ -207,9 +208,8 @@ def test_a_delay_holds_a_correlation_back_until_a_run_whose_as_of_is_late_enough
     lake = str(tmp_path / "lake")
     run = ["run", "--landing", str(write_landing(tmp_path / "landing", messages, opened)), "--lake", lake]
 
-    def outbox() -> list[tuple]:
-        return [tuple(r) for r in spark.read.format("delta").load(table_path(lake, "outbox"))
-                .select("kind", "message_key", "sequence").collect()]
+    def outbox() -> list[tuple]:  # read with delta-rs
+        return [tuple(r.values()) for r in table_rows(lake, "outbox", lambda _: ["kind", "message_key", "sequence"])]
 
     assert cli.main(run) == 0 and outbox() == []  # correlated at as_of itself: 60 s too young
     capsys.readouterr()

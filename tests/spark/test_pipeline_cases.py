@@ -18,14 +18,15 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
+from deltalake import DeltaTable
 from support.helpers import read_gold, versions, write_jsonl
+from support.lake_rows import table_rows
 from support.outbox_model import EVENT_FIELDS, assert_outbox_agrees, read_outbox
 from support.records import S, deploy, ended, left, msg, sub
 
 from correlake.caches import history_keys
 from correlake.config import GOLD_TABLES, table_path
 from correlake.lake import journal
-from correlake.lake.sqlfiles import delta_table
 from correlake.run import pipeline
 from correlake.transforms import scope
 
@@ -157,9 +158,8 @@ def test_r8_an_exact_replay_is_one_record_in_silver_and_correlates_once(spark, r
     replay; silver has one row per position; message 50 correlates once (to r1, opened
     first; as a second message it would go to r2 of the same process), message 51 starts
     one instance (an empty key takes no lock: a second message would start another)."""
-    def read(name: str) -> list[dict]:
-        return [r.asDict() for r in spark.read.format("delta").load(table_path(runs[0], name))
-                .where("tenant_id = 'replay'").collect()]
+    def read(name: str) -> list[dict]:  # with delta-rs
+        return [r for r in table_rows(runs[0], name) if r["tenant_id"] == "replay"]
 
     assert sorted((r["position"], r["_is_replay"]) for r in read("bronze_messages")) == [
         (50, False), (50, True), (50, True), (51, False), (51, True)]
@@ -198,8 +198,8 @@ def test_an_increment_recomputes_only_the_key_group_it_touches(spark, runs, gold
     lake, after_first, result, first_gold = runs
     assert result.touched_groups == 1
     for table in GOLD_TABLES:
-        commits = spark.sql(f"DESCRIBE HISTORY {delta_table(table_path(lake, table))}").where(
-            f"version > {after_first[table]}").collect()
+        commits = [c for c in DeltaTable(table_path(lake, table)).history()  # the log, read by delta-rs
+                   if c["version"] > after_first[table]]
         was, now = ([repr(sorted(r.items())) for r in rows(g, table, "late")] for g in (first_gold, gold))
         changed = set(now) - set(was)
         if changed or set(was) - set(now):
@@ -220,8 +220,8 @@ def test_the_outbox_follows_gold_and_retracts_what_late_data_moved(spark, runs):
     (sequence 2), k2 its first CORRELATED one, in one more commit of the outbox, the
     published version; a run with nothing new adds nothing."""
     lake, after_first, result, _ = runs
-    first = read_outbox(spark, lake, after_first["outbox"])
-    events = assert_outbox_agrees(spark, lake)
+    first = read_outbox(lake, after_first["outbox"])
+    events = assert_outbox_agrees(lake)
     assert result.outbox_events == 2 and not result.outbox_backfilled
     late = sorted((e["correlation_key"], e["sequence"], e["kind"], e["message_key"], e["_run_id"])
                   for e in events if e["tenant_id"] == "late")

@@ -125,7 +125,7 @@ def test_pipeline_matches_reference_in_one_run_and_in_shuffled_runs(spark, tmp_p
     outbox = outbox_of(tables["driver"])
     retracted = {correlation_text(e) for e in outbox if e["kind"] == "RETRACTED"}
     kept = {e["event_id"] for e in outbox if e["kind"] == "CORRELATED" and correlation_text(e) not in retracted}
-    assert kept and kept <= live_event_ids(assert_outbox_agrees(spark, one_lake))
+    assert kept and kept <= live_event_ids(assert_outbox_agrees(one_lake))
 
     lake = lakes["driver"]
     before = lake_tables.version(table_path(lake, "outbox"))

@@ -6,22 +6,19 @@ from __future__ import annotations
 import json
 from collections import Counter
 
-from correlake.config import table_path
 from correlake.contract.schemas import GOLD_TIMES, STREAM_TIME
 
 from .helpers import iso_to_millis, millis_to_iso, read_gold
+from .lake_rows import table_rows
 from .reference_model import distinct
 
 EVENT_FIELDS = ("event_id", "kind", "ordering_key", "sequence", "partition")
 
 
-def read_outbox(spark, lake: str, version: int | None = None) -> list[dict]:
-    """The outbox's rows (at `version`, else the latest), each with its payload parsed."""
-    reader = spark.read.format("delta")
-    if version is not None:
-        reader = reader.option("versionAsOf", version)
-    rows = [r.asDict() for r in reader.load(table_path(lake, "outbox")).collect()]
-    return [dict(r, payload=json.loads(r["payload"])) for r in rows]
+def read_outbox(lake: str, version: int | None = None) -> list[dict]:
+    """The outbox's rows (at `version`, else the latest), each with its payload parsed; read
+    with delta-rs (times as epoch millis)."""
+    return [dict(r, payload=json.loads(r["payload"])) for r in table_rows(lake, "outbox", version=version)]
 
 
 def live_correlations(events: list[dict]) -> list[tuple]:
@@ -64,9 +61,9 @@ def gold_as_events(gold_correlations: list[dict]) -> list[tuple]:
     return sorted((tuple(sorted((k, value(k, v)) for k, v in r.items())) for r in gold_correlations), key=repr)
 
 
-def assert_outbox_agrees(spark, lake: str) -> list[dict]:
-    """`assert_events_agree` on the lake's outbox and gold, read with Spark. Returns the events."""
-    return assert_events_agree(read_outbox(spark, lake), read_gold(lake)["correlations"])
+def assert_outbox_agrees(lake: str) -> list[dict]:
+    """`assert_events_agree` on the lake's outbox and gold, read with delta-rs. Returns the events."""
+    return assert_events_agree(read_outbox(lake), read_gold(lake)["correlations"])
 
 
 def assert_events_agree(events: list[dict], gold_correlations: list[dict]) -> list[dict]:
