@@ -4,6 +4,7 @@ all-or-nothing runs."""
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import gzip
 import io
@@ -248,20 +249,34 @@ def test_later_run_replays_and_conflicts_against_bronze(later):
     assert [r["correlation_key"] for r in table(lake_dir, "messages", lambda r: r["message_key"] == 4)] == ["k"]
 
 
-def test_ratio_gate_commits_nothing(spark, tmp_path, capsys, monkeypatch):
+@pytest.fixture(scope="module")
+def gated(spark, tmp_path_factory):
+    """Two messages and two bad lines: a first run under the contract's default ratio, which
+    the quarantine-ratio gate stops, then one allowing half the lines quarantined. (landing,
+    lake, the first run's exit code, its stderr and the lake's versions after it, the second's
+    exit code.) test_as_of_moves_statuses_without_new_records goes on from that lake."""
     from correlake.config import default_max_quarantine_ratio
 
-    monkeypatch.delenv("CORRELAKE_MAX_QUARANTINE_RATIO", raising=False)
-    assert default_max_quarantine_ratio() == 0.01  # the contract's default; a share equal to the ratio passes (below)
-    landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
-    write_jsonl(landing / "messages" / "a.jsonl", [m(1), m(2), "{oops", "{oops"])
+    root = tmp_path_factory.mktemp("gated")
+    landing, lake_dir = root / "landing", str(root / "lake")
+    write_jsonl(landing / "messages" / "a.jsonl", [m(1, ttl_ms=1000), m(2, ttl_ms=0), "{oops", "{oops"])
     write_jsonl(landing / "workflow_events" / "a.jsonl", [])
-    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir]) == 1
-    err = capsys.readouterr().err
+    with pytest.MonkeyPatch.context() as env, contextlib.redirect_stderr(io.StringIO()) as err:
+        env.delenv("CORRELAKE_MAX_QUARANTINE_RATIO", raising=False)
+        assert default_max_quarantine_ratio() == 0.01  # the contract's default; a share equal to the ratio passes
+        stopped = cli.main(["run", "--landing", str(landing), "--lake", lake_dir])
+        after_stopped = versions(lake_dir)
+        passed = cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--max-quarantine-ratio", "0.5"])
+    return landing, lake_dir, stopped, err.getvalue(), after_stopped, passed
+
+
+def test_ratio_gate_commits_nothing(gated):
+    _, lake_dir, stopped, err, after_stopped, passed = gated
+    assert stopped == 1
     assert re.search(r"\n +2  invalid JSON.*\(first: \S+/messages/a\.jsonl:3\)", err)
     assert "run once with a max_quarantine_ratio of 0.5 (--max-quarantine-ratio" in err
-    assert all(v == -1 for v in versions(lake_dir).values())
-    assert cli.main(["run", "--landing", str(landing), "--lake", lake_dir, "--max-quarantine-ratio", "0.5"]) == 0
+    assert all(v == -1 for v in after_stopped.values())
+    assert passed == 0
     assert len(table(lake_dir, "quarantine")) == 2
     assert len(table(lake_dir, "bronze_messages")) == 2
 
@@ -501,13 +516,12 @@ def test_a_gzip_file_that_breaks_off_gives_its_lines_up_to_there(monkeypatch, ch
                                    "a compressed block)")]
 
 
-def test_as_of_moves_statuses_without_new_records(spark, tmp_path, capsys):
-    """Nothing new: statuses follow as_of, each refresh is a run recorded in _meta/runs,
-    a dry run changes nothing, and the same command again is a no-op."""
-    landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
-    write_jsonl(landing / "messages" / "a.jsonl", [m(1, ttl_ms=1000), m(2, ttl_ms=0)])
+def test_as_of_moves_statuses_without_new_records(gated, capsys):
+    """Nothing new (the `gated` lake after its run: its bad lines' times count for nothing):
+    statuses follow as_of, each refresh is a run recorded in _meta/runs, a dry run changes
+    nothing, and the same command again is a no-op."""
+    landing, lake_dir, *_ = gated
     run = ["run", "--landing", str(landing), "--lake", lake_dir]
-    assert cli.main(run) == 0
 
     def statuses():
         return ({r["message_key"]: r["status"] for r in table(lake_dir, "messages")},
