@@ -385,56 +385,68 @@ def test_unreadable_files_and_folders_are_named_not_skipped_silently(tmp_path):
                    repr(["messages/secret.jsonl (Permission denied)", "workflow_events/locked/ (Permission denied)"])]
 
 
-def test_a_hidden_file_or_folder_is_not_recorded_as_ingested_and_is_read_once_renamed(spark, tmp_path):
-    landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
-    write_jsonl(landing / "messages" / "_a.jsonl", [m(1)])
-    write_jsonl(landing / "messages" / "_staging" / "c.jsonl", [m(3)])  # a hidden folder: not read either
-    write_jsonl(landing / "elsewhere" / "b.jsonl", [m(2)])
-    (landing / "messages" / "linked").symlink_to(landing / "elsewhere")  # in the landing: followed
-    write_jsonl(landing / "workflow_events" / "w.jsonl", [])
-    pipeline.run(spark, str(landing), lake_dir)
-    assert [r["position"] for r in table(lake_dir, "bronze_messages")] == [2]
-    ingested = [r["path"] for r in table(lake_dir, "ingested_files")]
-    assert not [p for p in ingested if p.endswith(("/_a.jsonl", "/c.jsonl"))]
-    (landing / "messages" / "next").mkdir()  # after the paths ingested (`linked/`): the producer's contract
-    (landing / "messages" / "_a.jsonl").rename(landing / "messages" / "next" / "a.jsonl")
-    (landing / "messages" / "_staging" / "c.jsonl").rename(landing / "messages" / "next" / "c.jsonl")
-    pipeline.run(spark, str(landing), lake_dir)
-    assert sorted(r["position"] for r in table(lake_dir, "bronze_messages")) == [1, 2, 3]
-
-
-def test_a_file_that_grows_in_place_gives_its_new_lines_once_and_its_old_ones_not_again(spark, tmp_path):
-    """A producer appends to a.jsonl (its last line half written when the first run read it)
-    and a gzip member to b.jsonl.gz: the next run reads their new lines (the half line
-    whole), none of the earlier ones again: each position once in bronze, no replay."""
-    landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
-    a = write_jsonl(landing / "messages" / "a.jsonl", [m(1), "", m(2)])
+@pytest.fixture(scope="module")
+def two_listings(spark, tmp_path_factory):
+    """Two runs over one landing. Files that grow in place between them: a producer appends
+    to a.jsonl (its last line half written when the first run read it) and a gzip member to
+    b.jsonl.gz. Hidden ones (key h, positions from 101): _h1.jsonl, _staging/h3.jsonl, and
+    h2.jsonl through a link into the landing (followed), renamed into next/ between the runs.
+    a.jsonl grew below the stream's mark (lake.md, Discovery): the second run lists the whole
+    landing. What the first run left is kept for the tests."""
+    root = tmp_path_factory.mktemp("listings")
+    landing, lake_dir = root / "landing", str(root / "lake")
+    msgs = landing / "messages"
+    a = write_jsonl(msgs / "a.jsonl", [m(1), "", m(2)])
     whole = json.dumps(m(3)) + "\n"
     with open(a, "a") as f:
         f.write(whole[:10])  # half of line 4
-    b = write_jsonl(landing / "messages" / "b.jsonl", [m(10)], gz=True)
+    b = write_jsonl(msgs / "b.jsonl", [m(10)], gz=True)
     w = write_jsonl(landing / "workflow_events" / "w.jsonl", [
         {"position": 1, "type": "SUBSCRIPTION_OPENED", "timestamp": T0, "bpmn_process_id": "p",
          "process_instance_key": "i", "element_instance_key": "e", "element_type": "RECEIVE_TASK",
          "message_name": "m", "correlation_key": "k"}])
+    write_jsonl(msgs / "_h1.jsonl", [m(101, key="h")])
+    write_jsonl(msgs / "_staging" / "h3.jsonl", [m(103, key="h")])  # a hidden folder: not read either
+    write_jsonl(landing / "elsewhere" / "h2.jsonl", [m(102, key="h")])
+    (msgs / "linked").symlink_to(landing / "elsewhere")  # in the landing: followed
     first = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
-    sizes = [a.stat().st_size, b.stat().st_size]
-    assert (first.records_read, first.quarantined_total) == (5, 1)  # the half line: invalid JSON, as read then
+    after_first = {"sizes": [a.stat().st_size, b.stat().st_size], "bronze": table(lake_dir, "bronze_messages"),
+                   "ingested": [r["path"] for r in table(lake_dir, "ingested_files")]}
     with open(a, "a") as f:
         f.write(whole[10:] + json.dumps(m(4)) + "\n")
     with open(b, "ab") as f:
         f.write(gzip.compress((json.dumps(m(11)) + "\n").encode()))
-    # a.jsonl grew below the stream's mark (b.jsonl.gz): found by a full listing (lake.md, Discovery)
+    (msgs / "next").mkdir()
+    (msgs / "_h1.jsonl").rename(msgs / "next" / "h1.jsonl")
+    (msgs / "_staging" / "h3.jsonl").rename(msgs / "next" / "h3.jsonl")
     second = pipeline.run(spark, str(landing), lake_dir, full_listing=True)
-    assert (second.records_read, second.replays, second.quarantined_total) == (3, 0, 0)
-    bronze = sorted((r["position"], r["_line"], r["_is_replay"]) for r in table(lake_dir, "bronze_messages"))
+    return landing, lake_dir, {"a": a, "b": b, "w": w, "whole": whole}, first, after_first, second
+
+
+def test_a_hidden_file_or_folder_is_not_recorded_as_ingested_and_is_read_once_renamed(two_listings):
+    _, lake_dir, _, _, after_first, _ = two_listings
+    assert [r["position"] for r in after_first["bronze"] if r["position"] > 100] == [102]
+    assert not [p for p in after_first["ingested"] if p.endswith(("/_h1.jsonl", "/h3.jsonl"))]
+    assert sorted(r["position"] for r in table(lake_dir, "bronze_messages") if r["position"] > 100) == [101, 102, 103]
+
+
+def test_a_file_that_grows_in_place_gives_its_new_lines_once_and_its_old_ones_not_again(spark, two_listings):
+    """The grown files' new lines are read (the half line whole), none of their earlier ones
+    again: each position once in bronze, no replay. (Each run also reads one hidden case's file.)"""
+    landing, lake_dir, files, first, after_first, second = two_listings
+    a, b, w, whole = files["a"], files["b"], files["w"], files["whole"]
+    assert (first.records_read, first.quarantined_total) == (5 + 1, 1)  # the half line: invalid JSON, as read then
+    assert (second.records_read, second.replays, second.quarantined_total) == (3 + 2, 0, 0)
+    bronze = sorted((r["position"], r["_line"], r["_is_replay"]) for r in table(lake_dir, "bronze_messages")
+                    if r["position"] < 100)
     assert bronze == [(1, 1, False), (2, 3, False), (3, 4, False), (4, 5, False), (10, 1, False), (11, 2, False)]
     assert [(r["_line"], r["raw"]) for r in table(lake_dir, "quarantine")] == [(4, whole[:10])]
-    lines = sorted((r["path"].rsplit("/", 1)[1], r["size"], r["lines"])
-                   for r in table(lake_dir, "ingested_files"))
+    sizes = after_first["sizes"]
+    lines = sorted(line for line in ((r["path"].rsplit("/", 1)[1], r["size"], r["lines"])
+                                     for r in table(lake_dir, "ingested_files")) if not line[0].startswith("h"))
     assert lines == sorted([("a.jsonl", sizes[0], 3), ("a.jsonl", a.stat().st_size, 2), ("b.jsonl.gz", sizes[1], 1),
                             ("b.jsonl.gz", b.stat().st_size, 1), ("w.jsonl", w.stat().st_size, 1)])
-    assert sorted(r["message_key"] for r in table(lake_dir, "messages")) == [1, 2, 3, 4, 10, 11]
+    assert sorted(r["message_key"] for r in table(lake_dir, "messages")) == [1, 2, 3, 4, 10, 11, 101, 102, 103]
     assert [r["message_key"] for r in table(lake_dir, "correlations")] == [1]  # the first of key k
     assert pipeline.run(spark, str(landing), lake_dir).nothing_new
 
