@@ -40,8 +40,7 @@ GATES_BESIDE_MAX_BYTES = 64 * 2**20
 # Landing files are read as streams, line by line (transforms/bronze.py): a longer line
 # (its bytes before the line feed, decompressed) is quarantined as `line too long`, with
 # only its first LONG_LINE_RAW_BYTES as `raw` (contract revision 2, Bad input).
-MAX_LINE_BYTES = 16 * 2**20
-LONG_LINE_RAW_BYTES = 64 * 2**10
+MAX_LINE_BYTES, LONG_LINE_RAW_BYTES = 16 * 2**20, 64 * 2**10
 PARSED_BATCH_BYTES = 32 * 2**20  # a Python worker sends the lines it parsed in Arrow batches of about this much text
 LOCK_HEARTBEAT_SECONDS = 10  # the holder of a lake lock rewrites it this often (its heartbeat)
 LOCK_STALE_SECONDS = 120  # a lake lock not rewritten for this long is stale, whoever holds it
@@ -50,6 +49,7 @@ ABANDONED_TMP_SECONDS = 60  # a temporary file of files.write_atomic this old wa
 KEEP_DRIVER_SECONDS = 7200  # a kept driver outlives an hour without runs: hourly runs find it warm
 DRIVER_HANDSHAKE_SECONDS = 5  # a caller of the driver proves its key and sends its call within this, or is dropped
 DELTA_RETAIN_HOURS = 168  # Delta's default VACUUM retention: less needs `maintain --force`, never from Airflow
+MAINTAINED_FILE_ROWS = 2_000_000  # rows of a gold file `maintain` writes apart by liveness (run/maintenance.py)
 LOG_RETAIN_HOURS = 168  # each table's delta.logRetentionDuration, set by `maintain` (Delta: 720 h; not under VACUUM's)
 AIRFLOW_LOCK_WAIT_SECONDS = 600.0  # an Airflow task waits this long for the lock of a run in progress
 AIRFLOW_TASK_TIMEOUT_SECONDS = 2 * 3600  # a task that hangs fails (and is retried) after this

@@ -4,7 +4,10 @@ Data Docs pages) past VACUUM's retention removed.
 The contract's tables of lakes written before 2026-11-25 lose their deletion-vector table
 feature (`DROP FEATURE`), so that readers without it can read them (see DELETION_VECTOR_TABLES).
 
-Maintenance rewrites files, never rows: every table reads the same before and after.
+Maintenance rewrites files, never rows: every table reads the same before and after. Gold's
+tables whose rows a later run can change (LIVE_ROWS) are rewritten so that each file holds
+only such rows or only rows no run changes without late input: an hour's MERGEs then rewrite
+the few live files, not the history's.
 It holds the lake's run lock (never beside a run) and first rolls back an unfinished
 run, as a run does. VACUUM keeps Delta's retention (7 days, time travel within it keeps
 working) unless `retain_hours` is given: an explicit value is the user's override of
@@ -22,20 +25,22 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from correlake.config import (
     DELETION_VECTOR_TABLES,
     DELIVERY_RETAIN_DAYS,
     DELTA_RETAIN_HOURS,
     LOG_RETAIN_HOURS,
+    MAINTAINED_FILE_ROWS,
     TABLES,
     WRITE_THREADS,
     table_path,
 )
 from correlake.delivery import retention
-from correlake.lake import deltars, files, journal, lock
+from correlake.lake import as_of, deltars, files, journal, lock
 from correlake.lake import tables as lake
-from correlake.lake.sqlfiles import delta_table
+from correlake.lake.sqlfiles import buffered, delta_table, instant
 from correlake.quality.gx import old_validations, remove_validations
 from correlake.runtime.threads import run_concurrently
 
@@ -46,6 +51,12 @@ LOG_RETENTION = ("delta.logRetentionDuration", f"interval {LOG_RETAIN_HOURS:g} h
 # The second line: the commits of `DROP FEATURE deletionVectors`.
 OPERATIONS = frozenset({"OPTIMIZE", "REORG", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES",
                         "UNSET TBLPROPERTIES", "Deletion Vector Tombstones", "Empty Commit", "DROP FEATURE"})
+SPLIT = "correlake maintain: live rows apart, no row changed"  # the userMetadata of `_split`'s commits
+# The rows of gold a later run can change without late input, as SQL on the table (`{as_of}`: the
+# lake's as_of): a message still buffered (semantics rule 23: its status crosses, it may correlate
+# again), a subscription still open, an instance started by a message still running.
+LIVE_ROWS = {"messages": buffered("{as_of}"), "subscriptions": "closed_at IS NULL",
+             "message_started_instances": "ended_at IS NULL"}
 
 
 @dataclass
@@ -55,7 +66,8 @@ class TableReport:
     bytes: list = field(default_factory=list)      # their size
     on_disk: list = field(default_factory=list)    # data and deletion-vector files in the folder
     log_files: list = field(default_factory=list)  # files in _delta_log
-    compacted: int = 0        # files rewritten by OPTIMIZE and REORG
+    compacted: int = 0        # files rewritten by OPTIMIZE, REORG and the live rows' split
+    written: int = 0          # files they wrote
     purged_dvs: int = 0       # deletion vectors folded into rewritten files
     vacuumed: int = 0         # files VACUUM deleted (dry run: would delete)
     dropped_feature: bool = False  # the deletion-vector feature dropped (dry run: would be)
@@ -108,7 +120,8 @@ def only_maintained(spark: SparkSession, path: str, version: int) -> bool:
     if version < 0:
         return False
     history = spark.sql(f"DESCRIBE HISTORY {delta_table(path)}").where(f"version > {version}")
-    return all(r["operation"] in OPERATIONS for r in history.select("operation").collect())
+    return all(r["operation"] in OPERATIONS or r["userMetadata"] == SPLIT
+               for r in history.select("operation", "userMetadata").collect())
 
 
 @contextmanager
@@ -138,10 +151,12 @@ def _table(spark: SparkSession, lake_dir: str, name: str, retain_hours: float | 
     else:
         if report.log_retention_set:
             spark.sql(f"ALTER TABLE {delta_table(path)} SET TBLPROPERTIES ('{LOG_RETENTION[0]}' = '{LOG_RETENTION[1]}')")
-        if detail.files > 1:  # one file or none: nothing to compact
+        if detail.files > 1 and name not in LIVE_ROWS:  # one file or none: nothing to compact
             _rewrite(spark, f"OPTIMIZE {delta_table(path)}", report)
         if has_dvs:  # what OPTIMIZE left: single files with few deletes
             _rewrite(spark, f"REORG TABLE {delta_table(path)} APPLY (PURGE)", report)
+        if name in LIVE_ROWS and detail.files:
+            _split(spark, lake_dir, name, LIVE_ROWS[name].format(as_of=instant(as_of.current(lake_dir) or 0)), report)
         if report.dropped_feature:  # reader version 1 again (Delta keeps a checkpoint for older versions)
             spark.sql(f"ALTER TABLE {delta_table(path)} DROP FEATURE deletionVectors")
         if _vacuum_due(path, detail, retain_hours):
@@ -178,8 +193,26 @@ def _vacuum_due(path: str, detail: deltars.Detail, retain_hours: float | None) -
 def _rewrite(spark: SparkSession, statement: str, report: TableReport) -> None:
     metrics = spark.sql(statement).first()["metrics"]
     report.compacted += metrics["numFilesRemoved"]
+    report.written += metrics["numFilesAdded"]
     if metrics["deletionVectorStats"] is not None:
         report.purged_dvs += metrics["deletionVectorStats"]["numDeletionVectorsRemoved"]
+
+
+def _split(spark: SparkSession, lake_dir: str, name: str, live: str, report: TableReport) -> None:
+    """Compact the table into files that each hold only `live` rows or only the others (of
+    at most MAINTAINED_FILE_ROWS rows), unless it is so already: no file holds both, and
+    neither kind is in more than one file that has room."""
+    flag, path = F.coalesce(F.expr(live), F.lit(False)), table_path(lake_dir, name)
+    table = spark.read.format("delta").load(path)
+    held = table.groupBy(F.input_file_name()).agg(F.min(flag).alias("first"), F.max(flag).alias("last"),
+                                                  F.count("*").alias("rows")).collect()
+    roomy = [r["first"] for r in held if r["first"] == r["last"] and r["rows"] < MAINTAINED_FILE_ROWS]
+    if all(r["first"] == r["last"] for r in held) and len(roomy) == len(set(roomy)):
+        return
+    (table.repartitionByRange(2, flag).write.format("delta").mode("overwrite").option("dataChange", "false")
+     .option("maxRecordsPerFile", MAINTAINED_FILE_ROWS).option("userMetadata", SPLIT).save(path))
+    report.compacted += len(held)
+    report.written += int(deltars.table(lake_dir, name).history(1)[0]["operationMetrics"]["numFiles"])
 
 
 def _files(path: str) -> tuple[int, int]:
