@@ -64,8 +64,7 @@ def versions(lake_dir: str) -> dict[str, int]:
 
 def read_gold(lake: str) -> dict[str, list[dict]]:
     """Every gold table as dicts, and gold/as_of's instant (not the run that set it) as `as_of`;
-    timestamps as epoch millis. Read with delta-rs, no Spark job (gold has no deletion vectors,
-    which delta-rs would refuse)."""
+    timestamps as epoch millis. Read with delta-rs, no Spark job (`lake_rows.table_rows`)."""
     from .lake_rows import table_rows
 
     out = {name: table_rows(lake, name, lambda _, name=name: GOLD[name].fieldNames()) for name in GOLD_TABLES}
