@@ -33,7 +33,8 @@ def lake_rows(lake: str, run_numbers: dict[str, int]) -> dict[str, list[dict]]:
 
 def table_rows(lake: str, name: str, chosen=lambda columns: columns, version: int | None = None) -> list[dict] | None:
     """The rows of the lake's table `name` (at `version`, else its latest) as dicts of the
-    columns `chosen` keeps of the table's, times as epoch millis; None if the lake has no such table."""
+    columns `chosen` keeps of the table's (deletion vectors applied), times as epoch millis; None if
+    the lake has no such table."""
     table = deltars.table(lake, name, version)
     if table is None:
         return None
