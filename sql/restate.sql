@@ -2,7 +2,8 @@
 -- {changes} holds, for those keys only, every row that is not in the table as it must
 -- now be (_op = 'U') and the key of every row that must go (_op = 'D'); rows that are
 -- already right are not in it (lake/restate.py), so the files that hold them are not
--- rewritten.
+-- rewritten. {match} ends with those keys' ranges in literals (lake/restate.bounds), so
+-- that Delta reads only the target's files whose statistics may hold them.
 MERGE INTO {target} AS t
 USING {changes} AS s
 ON {match}

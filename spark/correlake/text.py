@@ -1,7 +1,8 @@
 """Text bound for a terminal or a log, with its control characters escaped: a data value
 or a file name cannot recolour, move the cursor, retitle the window or rewrite a line
 already shown. C0 controls, DEL and C1 controls become `\\n`, `\\r`, `\\t` or `\\xNN`;
-every other character, Unicode included, is left as it is."""
+every other character, Unicode included, is left as it is. And text bound for Spark SQL:
+a value as a string literal (`sql_string`)."""
 
 from __future__ import annotations
 
@@ -53,3 +54,8 @@ def escaped_output():
         yield
     finally:
         sys.stdout, sys.stderr = saved
+
+
+def sql_string(value: str) -> str:
+    """`value` as a Spark SQL string literal: quoted, its backslashes and quotes escaped."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"

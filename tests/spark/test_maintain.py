@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import time
+from urllib.parse import unquote, urlparse
 
 import pytest
 from deltalake import DeltaTable
@@ -144,3 +145,27 @@ def test_usage_errors(tmp_path, capsys):
     for bad in ("-1", "inf", "soon"):
         with pytest.raises(SystemExit):
             cli.main(["maintain", "--lake", str(tmp_path), "--retain-hours", bad])
+
+
+def test_an_hour_of_other_keys_reads_no_settled_file_of_gold(spark, lake_dir, tmp_path):
+    """After maintenance, an hour of a tenant of its own reads none of gold's files that hold
+    no live row: its MERGEs' bounds (the touched keys, the deadlines a status refresh crosses)
+    skip them. Moved away during the run, they are not missed."""
+    landing, lake_dir, _, _ = lake_dir
+    as_of_ms = table_rows(lake_dir, "as_of")[0]["as_of"]
+    settled = []
+    for name, live in LIVE.items():
+        files = (spark.read.format("delta").load(table_path(lake_dir, name)).groupBy(F.input_file_name().alias("file"))
+                 .agg(F.max(F.expr(live.format(as_of=f"timestamp_millis({as_of_ms})")).cast("int")).alias("live")))
+        settled += [unquote(urlparse(r.file).path) for r in files.collect() if not r.live]
+    assert settled  # the history's rows a run no longer changes
+    generate(landing, 40, 40, "uniform", seed=3, files=1, first_position=2 * 10 ** 6,
+             start_ms=BASE_MS + 2 * 3_600_000, tenant_id="next-hour")  # a later hour: statuses cross
+    for i, path in enumerate(settled):
+        os.rename(path, tmp_path / str(i))
+    try:
+        result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
+    finally:
+        for i, path in enumerate(settled):
+            os.rename(tmp_path / str(i), path)
+    assert result.new_messages == 40 and result.as_of > as_of_ms

@@ -4,6 +4,7 @@ and either backend's `restate` leaves the table holding exactly the new rows of 
 
 from __future__ import annotations
 
+import os
 from datetime import UTC, datetime
 from types import SimpleNamespace
 
@@ -30,6 +31,7 @@ BEFORE = [
     row("t1", "k2", "e2"),                                  # closed by the run
     row("t1", "k3", "e3"),                                  # gone: its key's new rows lack it
     row("t1", "it's", "e4"),                                # a quote in the key; correlated by the run
+    row("t1", "a\\b", "e6"),                               # a backslash in the key; closed by the run
     row("t2", "k1", "e1"),                                  # the same key of another tenant: not touched
     row("t1", "k9", "e9"),                                  # a key not touched
 ]
@@ -38,8 +40,9 @@ AFTER = [
     row("t1", "k2", "e2", "CORRELATED", 1),
     row("t1", "k4", "e5"),                                  # new
     row("t1", "it's", "e4", "CORRELATED", 1),
+    row("t1", "a\\b", "e6", "CORRELATED", 1),
 ]
-TOUCHED = {("t1", "k1"), ("t1", "k2"), ("t1", "k3"), ("t1", "k4"), ("t1", "it's")}
+TOUCHED = {("t1", "k1"), ("t1", "k2"), ("t1", "k3"), ("t1", "k4"), ("t1", "it's"), ("t1", "a\\b")}
 
 
 def lake_with_rows(spark, lake) -> str:
@@ -60,7 +63,7 @@ def test_the_driver_and_spark_find_the_same_changes_and_restate_the_same_rows(sp
                                  rows, touched, KEYS)
     by_driver = restating.changes_on_driver(lakes["driver"], "subscriptions", rows.toArrow(), TOUCHED, KEYS)
     assert set(deltars.tuples(by_spark.toArrow())) == set(deltars.tuples(by_driver))
-    assert sorted(op for *_, op in deltars.tuples(by_driver)) == ["D", "U", "U", "U"]  # k1's row left out
+    assert sorted(op for *_, op in deltars.tuples(by_driver)) == ["D", "U", "U", "U", "U"]  # k1's row left out
 
     Spark(SimpleNamespace(spark=spark, lake_dir=lakes["spark"])).restate("subscriptions", rows, touched, KEYS)
     Driver(SimpleNamespace(spark=spark, lake_dir=lakes["driver"])).restate("subscriptions", rows, TOUCHED, KEYS)
@@ -75,3 +78,33 @@ def test_a_small_run_restating_rows_already_right_commits_nothing(spark, tmp_pat
     Driver(SimpleNamespace(spark=spark, lake_dir=lake)).restate("subscriptions", rows, None, KEYS)  # the rows' keys
     assert spark.sql(f"DESCRIBE HISTORY delta.`{table_path(lake, 'subscriptions')}`").count() == before
     assert table(spark, lake) == set(BEFORE)
+
+
+def test_a_merge_reads_only_the_files_that_may_hold_its_keys(spark, tmp_path):
+    """The MERGE's condition bounds the target by the touched tenants and their key ranges in
+    literals (`bounds`): files of another tenant, or of keys past the range, are not read
+    (moved away during the MERGE, they are not missed)."""
+    lake = str(tmp_path / "lake")
+    path, files = table_path(lake, "subscriptions"), []  # the files' URIs, in the order written
+    for rows in ([r for r in BEFORE if r[0] == "t1"], [row("t2", "k1", "e1")], [row("t1", "z9", "e9")]):
+        spark.createDataFrame(rows, SCHEMA).coalesce(1).write.format("delta").mode("append").save(path)
+        files.append(next(f for f in deltars.table(lake, "subscriptions").file_uris() if f not in files))
+    aside = tmp_path / "aside"
+    aside.mkdir()
+    for uri in files[1:]:
+        os.rename(uri.removeprefix("file://"), aside / os.path.basename(uri))
+    Driver(SimpleNamespace(spark=spark, lake_dir=lake)).restate("subscriptions", spark.createDataFrame(AFTER, SCHEMA),
+                                                                 TOUCHED, KEYS)
+    for uri in files[1:]:
+        os.rename(aside / os.path.basename(uri), uri.removeprefix("file://"))
+    assert table(spark, lake) == set(AFTER) | {row("t1", "k9", "e9"), row("t2", "k1", "e1"), row("t1", "z9", "e9")}
+
+
+def test_bounds_name_each_tenant_up_to_a_bound_then_ranges():
+    assert restating.bounds({"t1": ("a", "k'4"), "t0": ("b\\", "c")}) == (
+        "((t.`tenant_id` = 't0' AND t.`correlation_key` BETWEEN 'b\\\\' AND 'c') OR "
+        "(t.`tenant_id` = 't1' AND t.`correlation_key` BETWEEN 'a' AND 'k\\'4'))")
+    many = {f"t{i:03}": (f"k{i}", f"k{i + 5}") for i in range(restating.BOUNDED_TENANTS + 1)}
+    assert restating.bounds(many, "t.`x` > 1") == ("((t.`tenant_id` BETWEEN 't000' AND 't100' AND "
+                                                   "t.`correlation_key` BETWEEN 'k0' AND 'k99') OR (t.`x` > 1))")
+    assert restating.bounds({}) == "(FALSE)"

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from correlake.text import sql_string
+
 _LINE_DETAILS = [(re.compile(r"^conflicting position .*"), "conflicting position: differs from the record that "
                   "stands for it (each line's in quarantine)"),
                  (re.compile(r": line \d+ column \d+ \(char \d+\)"), ""),  # where in the line JSON broke
@@ -21,10 +23,7 @@ def reason_kind(reason: str) -> str:
 
 def reason_kind_sql(column: str) -> str:
     """`reason_kind` of a column, as a Spark SQL expression (Java's regexes read these patterns alike)."""
-    def literal(text: str) -> str:
-        return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
     expression = column
     for pattern, replacement in _LINE_DETAILS:
-        expression = f"regexp_replace({expression}, {literal(pattern.pattern)}, {literal(replacement)})"
+        expression = f"regexp_replace({expression}, {sql_string(pattern.pattern)}, {sql_string(replacement)})"
     return expression

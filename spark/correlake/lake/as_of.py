@@ -52,6 +52,13 @@ def crosses(before: int, after: int) -> str:
     return "(" + fill("rules/crosses", before=instant(before), after=instant(after), status=message_status(after)) + ")"
 
 
+def may_cross(before: int, after: int) -> str:
+    """A condition in literals on a MERGE's target (`t`) that each gold/messages row whose
+    status crosses from `before` to `after` meets (`crosses`): its deadline after the earlier
+    instant and not after the later. Delta skips the files whose statistics fail it."""
+    return (f"t.`deadline` > {instant(min(before, after))} AND t.`deadline` <= {instant(max(before, after))}")
+
+
 def refresh(spark: SparkSession, lake: str, before: int, after: int) -> int:
     """Move gold/messages' statuses from `before` to `after`: an UPDATE of the rows whose status
     crosses (`sql/refresh_statuses.sql`), not a rewrite of the table. Returns how many crossed."""

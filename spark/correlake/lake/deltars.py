@@ -67,18 +67,24 @@ def rows_in(table: DeltaTable | None, columns: list[str], column: str, values: s
     delta-rs skip the files whose statistics hold none of them."""
     if table is None or not values:
         return None
-    found = select(table, columns, f'"{column}" IN ({listed(sorted(values))})')
+    return _as(select(table, columns, f'"{column}" IN ({listed(sorted(values))})'), schema)
+
+
+def _as(found: pa.Table, schema: pa.Schema | None = None) -> pa.Table:
+    """`found` as `schema`, or its `string_view`s as strings (pyarrow filters no string_view)."""
     return found.cast(schema or pa.schema([f.with_type(pa.string()) if f.type == pa.string_view() else f
-                                           for f in found.schema]))  # pyarrow filters no string_view
+                                           for f in found.schema]))
 
 
 def rows_of_keys(table: DeltaTable | None, columns: list[str], keys: set[tuple[str, str]]) -> pa.Table | None:
     """`columns` of the rows of `table` whose (tenant_id, correlation_key) is one of `keys`
-    (`rows_in` their correlation keys; the tenants are matched here)."""
-    found = rows_in(table, list(dict.fromkeys([*columns, "tenant_id", "correlation_key"])), "correlation_key",
-                    {key for _, key in keys})
-    if found is None:
+    (`select`ed by their tenants and correlation keys, so that files are skipped by either's
+    statistics; the pairs are matched here)."""
+    if table is None or not keys:
         return None
+    tenants, correlation_keys = (listed(sorted(set(values))) for values in zip(*keys, strict=True))
+    found = _as(select(table, list(dict.fromkeys([*columns, "tenant_id", "correlation_key"])),
+                       f'"tenant_id" IN ({tenants}) AND "correlation_key" IN ({correlation_keys})'))
     pairs = tuples(found.select(["tenant_id", "correlation_key"]))
     return found.filter(pa.array([pair in keys for pair in pairs], pa.bool_())).select(columns)
 

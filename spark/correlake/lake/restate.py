@@ -1,7 +1,9 @@
 """Restating table rows with the Delta MERGE of `sql/restate.sql` (`merge`), whose source
 holds only the rows that change: computed by Spark's joins (`changes`, the Spark backend's),
 or by its twin `changes_on_driver` from the target's rows of the touched keys read with
-delta-rs (the driver backend's: `run/backends/`)."""
+delta-rs (the driver backend's: `run/backends/`). The MERGE's condition bounds the target
+by literals (`bounds`), so that Delta reads only the files whose statistics may hold the
+source's keys."""
 
 from __future__ import annotations
 
@@ -18,6 +20,9 @@ from correlake.contract.schemas import SCOPE
 from correlake.lake import deltars
 from correlake.lake.sqlfiles import delta_table, fill
 from correlake.runtime.hints import broadcast_if_small, hint_for
+from correlake.text import sql_string
+
+BOUNDED_TENANTS = 100  # past this many tenants, `bounds` names their range, not each (a condition of bounded size)
 
 _views = itertools.count()
 
@@ -41,8 +46,8 @@ def changes_on_driver(lake: str, name: str, rows: pa.Table, touched: set[tuple[s
                       ) -> pa.Table:
     """`changes` in this process, for the driver backend: `rows` and the `touched` (tenant_id,
     correlation_key)s in hand, the target's rows of those keys read by delta-rs (its files
-    skipped by their `correlation_key` statistics) and compared here. A deleted row's
-    columns other than `keys` are null."""
+    skipped by their statistics) and compared here. A deleted row's columns other than
+    `keys` are null."""
     columns = rows.column_names
     new = deltars.tuples(rows)
     current = deltars.rows_of_keys(deltars.table(lake, name), columns, touched)
@@ -64,10 +69,45 @@ def _keys_only(key: tuple, at: list[int], width: int) -> tuple:
     return tuple(row)
 
 
-def merge(spark: SparkSession, target_path: str, source: DataFrame, changed: int, columns: list[str],
-          keys: list[str]) -> None:
-    """The MERGE of `sql/restate.sql` of `source`'s `changed` rows (`changes`) into the target:
-    the target's rows of the source's keys made the source's, those marked 'D' deleted."""
+def key_ranges(pairs) -> dict[str, tuple[str, str]]:
+    """Each tenant's lowest and highest correlation key among (tenant_id, correlation_key) `pairs`."""
+    ranges: dict[str, tuple[str, str]] = {}
+    for tenant, key in pairs:
+        low, high = ranges.get(tenant, (key, key))
+        ranges[tenant] = (min(low, key), max(high, key))
+    return ranges
+
+
+def key_ranges_of(pairs: DataFrame) -> dict[str, tuple[str, str]]:
+    """`key_ranges` of a DataFrame of (tenant_id, correlation_key)s, by one Spark job."""
+    tenant, key = SCOPE
+    return {row[0]: (row[1], row[2]) for row in pairs.groupBy(tenant).agg(F.min(key), F.max(key)).collect()}
+
+
+def bounds(ranges: dict[str, tuple[str, str]], also: str | None = None) -> str:
+    """A condition in literals that the target's rows of each tenant of `ranges` with a
+    correlation key in its range meet (a range a tenant, or past `BOUNDED_TENANTS` tenants,
+    the tenants' and the keys' ranges), or `also` (a condition on the target, `t`). Delta
+    skips the files whose statistics fail it."""
+    tenant, key = (f"t.`{c}`" for c in SCOPE)
+
+    def between(column: str, low: str, high: str) -> str:
+        return f"{column} BETWEEN {sql_string(low)} AND {sql_string(high)}"
+
+    if len(ranges) > BOUNDED_TENANTS:
+        lows, highs = zip(*ranges.values(), strict=True)
+        parts = [f"({between(tenant, min(ranges), max(ranges))} AND {between(key, min(lows), max(highs))})"]
+    else:
+        parts = [f"({tenant} = {sql_string(t)} AND {between(key, low, high)})" for t, (low, high) in sorted(ranges.items())]
+    parts += [f"({also})"] if also else []
+    return "(" + (" OR ".join(parts) or "FALSE") + ")"
+
+
+def merge(spark: SparkSession, target_path: str, source: DataFrame, changed: int, within: str,
+          columns: list[str], keys: list[str]) -> None:
+    """The MERGE of `sql/restate.sql` of `source`'s `changed` rows (`changes`) into the
+    target: the target's rows of the source's keys made the source's, those marked 'D'
+    deleted. Every target row that a source row matches meets `within` (`bounds`)."""
     if not changed:
         return
     view = f"correlake_changes_{next(_views)}"
@@ -77,7 +117,7 @@ def merge(spark: SparkSession, target_path: str, source: DataFrame, changed: int
             "restate",
             target=delta_table(target_path),
             changes=view,
-            match=" AND ".join(f"t.`{k}` = s.`{k}`" for k in keys),
+            match=" AND ".join([*(f"t.`{k}` = s.`{k}`" for k in keys), within]),
             assignments=", ".join(f"t.`{c}` = s.`{c}`" for c in columns if c not in keys),
             columns=", ".join(f"`{c}`" for c in columns),
             values=", ".join(f"s.`{c}`" for c in columns),

@@ -218,11 +218,11 @@ class StagedRun:
         if write.how is How.CREATE:
             tables.create(rows, lake, name, run_id)
         else:  # key groups: the groups that changed; the other tables: the keys the run touched
+            before, after, also = write.as_of_before, self.result.as_of, None
             if write.how is How.REFRESH:  # the other keys' rows whose status crosses, in the same MERGE (one rewrite)
-                others = lake_as_of.crossed(spark.read.format("delta").load(table_path(lake, name)),
-                                            write.as_of_before, self.result.as_of)
-                rows = backend.refreshed(rows, others, touched)
-            backend.restate(name, rows, None if name == "key_groups" else touched, list(write.keys))
+                others = lake_as_of.crossed(spark.read.format("delta").load(table_path(lake, name)), before, after)
+                rows, also = backend.refreshed(rows, others, touched), lake_as_of.may_cross(before, after)
+            backend.restate(name, rows, None if name == "key_groups" else touched, list(write.keys), also)
 
     def discard(self) -> None:
         self.store.clear()

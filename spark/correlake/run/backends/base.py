@@ -85,9 +85,10 @@ class Backend(Protocol):
     def refreshed(self, rows: DataFrame, crossed: DataFrame, touched) -> DataFrame:
         """`rows` with the `crossed` rows of keys not `touched` (a status refresh in the same MERGE)."""
 
-    def restate(self, name: str, rows: DataFrame, touched, keys: list[str]) -> None:
+    def restate(self, name: str, rows: DataFrame, touched, keys: list[str], also: str | None = None) -> None:
         """The MERGE of `lake/restate.py` making table `name`'s rows of the `touched` keys (None:
-        the keys of `rows`) exactly `rows`, its source of the rows that change computed here."""
+        the keys of `rows`) exactly `rows`, its source of the rows that change computed here;
+        `also`: a condition on the target (`t`) that its rows of the other keys of `rows` meet."""
 
     def outbox_of_touched(self, correlations: DataFrame, keys: DataFrame) -> tuple[DataFrame, DataFrame]:
         """(`correlations`, gold's correlations of the `keys` (SCOPE) with those of other keys

@@ -72,7 +72,8 @@ class Driver:
         outside = crossed.where(~F.struct(*SCOPE).isin(*listed)) if listed else crossed
         return rows.unionByName(outside.select(*rows.columns))
 
-    def restate(self, name: str, rows: DataFrame, touched: set[tuple[str, str]] | None, keys: list[str]) -> None:
+    def restate(self, name: str, rows: DataFrame, touched: set[tuple[str, str]] | None, keys: list[str],
+                also: str | None = None) -> None:
         """The MERGE's source computed here (`lake/restate.changes_on_driver`), Spark running the MERGE alone."""
         spark, lake = self.run.spark, self.run.lake_dir
         fetched = rows.toArrow()
@@ -81,7 +82,8 @@ class Driver:
         found = restating.changes_on_driver(lake, name, fetched, touched, keys)
         schema = StructType([*rows.schema.fields, StructField("_op", StringType(), False)])
         source = spark.createDataFrame(found, schema)
-        restating.merge(spark, table_path(lake, name), source, found.num_rows, rows.columns, keys)
+        within = restating.bounds(restating.key_ranges(touched), also)
+        restating.merge(spark, table_path(lake, name), source, found.num_rows, within, rows.columns, keys)
 
     def outbox_of_touched(self, correlations: DataFrame, keys: DataFrame) -> tuple[DataFrame, DataFrame]:
         """The keys' outbox events looked up by delta-rs; if a key's line may hold other keys

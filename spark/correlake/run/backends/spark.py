@@ -71,12 +71,15 @@ class Spark:
         outside = crossed.join(touched, SCOPE, "left_anti")
         return rows.unionByName(outside.select(*rows.columns)).localCheckpoint()  # `changes` reads it twice
 
-    def restate(self, name: str, rows: DataFrame, touched: DataFrame | None, keys: list[str]) -> None:
-        """The MERGE's source joined (`lake/restate.changes`), checkpointed and counted."""
+    def restate(self, name: str, rows: DataFrame, touched: DataFrame | None, keys: list[str],
+                also: str | None = None) -> None:
+        """The MERGE's source joined (`lake/restate.changes`), checkpointed and counted; the
+        touched keys' ranges found by a Spark job (`lake/restate.key_ranges_of`)."""
         spark, path = self.run.spark, table_path(self.run.lake_dir, name)
         touched = hinted(rows.select(*SCOPE)) if touched is None else touched
         source = restating.changes(spark.read.format("delta").load(path), rows, touched, keys).localCheckpoint()
-        restating.merge(spark, path, source, source.count(), rows.columns, keys)
+        within = restating.bounds(restating.key_ranges_of(touched), also)
+        restating.merge(spark, path, source, source.count(), within, rows.columns, keys)
 
     def outbox_of_touched(self, correlations: DataFrame, keys: DataFrame) -> tuple[DataFrame, DataFrame]:
         """The outbox joined with the keys, then `_shared_lines`."""
