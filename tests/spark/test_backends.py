@@ -19,6 +19,7 @@ from correlake.config import STREAMS, table_path
 from correlake.contract.ordering import may_share_a_line_column
 from correlake.contract.schemas import GOLD_KEYS, KEY_GROUPS, SCOPE
 from correlake.lake import deltars
+from correlake.lake.restate import key_ranges
 from correlake.run import pipeline, stepwise
 from correlake.run.backends import Driver, Spark, base
 from correlake.run.staged import StagedRun
@@ -86,7 +87,8 @@ def test_both_restate_refresh_and_append_alike(run, spark):
     staged, scopes, root = run
     staged.store.put("touched_keys", scopes[Spark].touched_keys, checkpoint=False)
     touched = {backend: backend(staged).touched() for backend in (Driver, Spark)}
-    assert touched[Driver] == set(rows(touched[Spark])) != set()
+    assert touched[Driver] == set(rows(touched[Spark].keys)) != set()
+    assert touched[Spark].ranges == key_ranges(touched[Driver])  # found once for every table
     current = spark.read.format("delta").load(table_path(staged.lake_dir, "subscriptions"))
     rows_of = current.join(scopes[Spark].touched_keys.select(*SCOPE), SCOPE, "left_semi").limit(3).localCheckpoint()
     new_rows = rows_of.withColumn("correlation_count", rows_of["correlation_count"] + 1).localCheckpoint()

@@ -13,7 +13,7 @@ from correlake.contract.schemas import GOLD, GOLD_KEYS
 from correlake.lake import deltars
 from correlake.lake import restate as restating
 from correlake.run.backends.driver import Driver
-from correlake.run.backends.spark import Spark
+from correlake.run.backends.spark import Spark, Touched
 
 SCHEMA, KEYS = GOLD["subscriptions"], GOLD_KEYS["subscriptions"]
 T0 = datetime(2026, 9, 21, 14, 0, tzinfo=UTC)
@@ -65,7 +65,8 @@ def test_the_driver_and_spark_find_the_same_changes_and_restate_the_same_rows(sp
     assert set(deltars.tuples(by_spark.toArrow())) == set(deltars.tuples(by_driver))
     assert sorted(op for *_, op in deltars.tuples(by_driver)) == ["D", "U", "U", "U", "U"]  # k1's row left out
 
-    Spark(SimpleNamespace(spark=spark, lake_dir=lakes["spark"])).restate("subscriptions", rows, touched, KEYS)
+    Spark(SimpleNamespace(spark=spark, lake_dir=lakes["spark"])).restate("subscriptions", rows, Touched.of(touched),
+                                                                        KEYS)
     Driver(SimpleNamespace(spark=spark, lake_dir=lakes["driver"])).restate("subscriptions", rows, TOUCHED, KEYS)
     untouched = {r for r in BEFORE if (r[0], r[8]) not in TOUCHED}
     assert table(spark, lakes["spark"]) == table(spark, lakes["driver"]) == set(AFTER) | untouched

@@ -5,7 +5,7 @@ each frame read again checkpointed and each small one broadcast. Its twin is `dr
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -30,6 +30,19 @@ if TYPE_CHECKING:
 def hinted(keys: DataFrame) -> DataFrame:
     """`keys` with its join hint, decided once for every table it restates."""
     return broadcast_if_small(keys)(keys)
+
+
+class Touched(NamedTuple):
+    """Touched (tenant_id, correlation_key)s as the Spark backend restates by them: the keys
+    with their join hint, and each tenant's range of them (`lake/restate.key_ranges_of`),
+    both found once for every table it restates."""
+    keys: DataFrame
+    ranges: dict[str, tuple[str, str]]
+
+    @classmethod
+    def of(cls, keys: DataFrame) -> Touched:
+        keys = hinted(keys)
+        return cls(keys, restating.key_ranges_of(keys))
 
 
 class Spark:
@@ -64,22 +77,21 @@ class Spark:
     def run_engine(self, events: DataFrame, deployments: dict[str, list[dict]]) -> DataFrame:
         return gold.run_engine(events, deployments).localCheckpoint()  # gold's tables each read it
 
-    def touched(self) -> DataFrame:
-        return hinted(self.run.frame("touched_keys").select(*SCOPE))
+    def touched(self) -> Touched:
+        return Touched.of(self.run.frame("touched_keys").select(*SCOPE))
 
-    def refreshed(self, rows: DataFrame, crossed: DataFrame, touched: DataFrame) -> DataFrame:
-        outside = crossed.join(touched, SCOPE, "left_anti")
+    def refreshed(self, rows: DataFrame, crossed: DataFrame, touched: Touched) -> DataFrame:
+        outside = crossed.join(touched.keys, SCOPE, "left_anti")
         return rows.unionByName(outside.select(*rows.columns)).localCheckpoint()  # `changes` reads it twice
 
-    def restate(self, name: str, rows: DataFrame, touched: DataFrame | None, keys: list[str],
+    def restate(self, name: str, rows: DataFrame, touched: Touched | None, keys: list[str],
                 also: str | None = None) -> None:
-        """The MERGE's source joined (`lake/restate.changes`), checkpointed and counted; the
-        touched keys' ranges found by a Spark job (`lake/restate.key_ranges_of`)."""
+        """The MERGE's source joined (`lake/restate.changes`), checkpointed and counted."""
         spark, path = self.run.spark, table_path(self.run.lake_dir, name)
-        touched = hinted(rows.select(*SCOPE)) if touched is None else touched
-        source = restating.changes(spark.read.format("delta").load(path), rows, touched, keys).localCheckpoint()
-        within = restating.bounds(restating.key_ranges_of(touched), also)
-        restating.merge(spark, path, source, source.count(), within, rows.columns, keys)
+        touched = Touched.of(rows.select(*SCOPE)) if touched is None else touched
+        source = restating.changes(spark.read.format("delta").load(path), rows, touched.keys, keys).localCheckpoint()
+        restating.merge(spark, path, source, source.count(), restating.bounds(touched.ranges, also), rows.columns,
+                        keys)
 
     def outbox_of_touched(self, correlations: DataFrame, keys: DataFrame) -> tuple[DataFrame, DataFrame]:
         """The outbox joined with the keys, then `_shared_lines`."""
