@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import os
 import time
-from urllib.parse import unquote, urlparse
 
 import pytest
 from deltalake import DeltaTable
 from pyspark.sql import functions as F
-from support.helpers import versions
+from support.helpers import moved_away, versions
 from support.lake_rows import table_rows
 
 from correlake.config import TABLES, data_docs_dir, table_path, validation_results_dir
@@ -27,6 +26,16 @@ from correlake.samples.workload import BASE_MS, generate
 # subscription closes, a running instance ends), which maintenance keeps in files of their own
 LIVE = {"messages": "ttl_ms > 0 AND deadline > {as_of}", "subscriptions": "closed_at IS NULL",
         "message_started_instances": "ended_at IS NULL"}
+
+
+def kinds_by_file(spark, lake_dir: str, name: str) -> dict[str, set[bool]]:
+    """Each data file of gold table `name` with the kinds of rows it holds: live (`LIVE`, at
+    the lake's as_of) or not."""
+    as_of_ms = table_rows(lake_dir, "as_of")[0]["as_of"]
+    live = F.coalesce(F.expr(LIVE[name].format(as_of=f"timestamp_millis({as_of_ms})")), F.lit(False))
+    found = (spark.read.format("delta").load(table_path(lake_dir, name)).groupBy(F.input_file_name().alias("file"))
+             .agg(F.collect_set(live).alias("kinds")))
+    return {r.file: set(r.kinds) for r in found.collect()}
 
 
 def contents(lake_dir, version: dict | None = None) -> dict:
@@ -80,12 +89,8 @@ def test_maintenance_compacts_and_changes_no_row(spark, lake_dir):
     split = {TABLES[name] for name in LIVE}
     assert all(t.files[1] <= t.files[0] for name, t in tables.items() if name not in split)
     assert all(t.files[1] <= 2 for name, t in tables.items() if name in split)  # live rows apart: a file more
-    for name, live in LIVE.items():  # each file of these holds rows a run may change, or none of them
-        as_of_ms = table_rows(lake_dir, "as_of")[0]["as_of"]
-        kinds = (spark.read.format("delta").load(table_path(lake_dir, name))
-                 .groupBy(F.input_file_name()).agg(F.count_distinct(F.coalesce(F.expr(live.format(
-                     as_of=f"timestamp_millis({as_of_ms})")), F.lit(False))).alias("kinds")))
-        assert [r.kinds for r in kinds.collect()] in ([1], [1, 1]), name
+    for name in LIVE:  # each file of these holds rows a run may change, or none of them
+        assert [len(kinds) for kinds in kinds_by_file(spark, lake_dir, name).values()] in ([1], [1, 1]), name
     assert tables["bronze/messages"].files[0] > 1 == tables["bronze/messages"].files[1]  # two runs' appends
     assert {name for name, t in tables.items() if t.purged_dvs} == {"silver/messages", "gold/subscriptions"}
     assert [name for name, t in tables.items() if t.dropped_feature] == ["gold/subscriptions"]  # not silver's
@@ -153,19 +158,11 @@ def test_an_hour_of_other_keys_reads_no_settled_file_of_gold(spark, lake_dir, tm
     skip them. Moved away during the run, they are not missed."""
     landing, lake_dir, _, _ = lake_dir
     as_of_ms = table_rows(lake_dir, "as_of")[0]["as_of"]
-    settled = []
-    for name, live in LIVE.items():
-        files = (spark.read.format("delta").load(table_path(lake_dir, name)).groupBy(F.input_file_name().alias("file"))
-                 .agg(F.max(F.expr(live.format(as_of=f"timestamp_millis({as_of_ms})")).cast("int")).alias("live")))
-        settled += [unquote(urlparse(r.file).path) for r in files.collect() if not r.live]
+    settled = [file for name in LIVE for file, kinds in kinds_by_file(spark, lake_dir, name).items()
+               if kinds == {False}]
     assert settled  # the history's rows a run no longer changes
     generate(landing, 40, 40, "uniform", seed=3, files=1, first_position=2 * 10 ** 6,
              start_ms=BASE_MS + 2 * 3_600_000, tenant_id="next-hour")  # a later hour: statuses cross
-    for i, path in enumerate(settled):
-        os.rename(path, tmp_path / str(i))
-    try:
+    with moved_away(settled, tmp_path):
         result = pipeline.run(spark, str(landing), lake_dir, max_quarantine_ratio=1.0)
-    finally:
-        for i, path in enumerate(settled):
-            os.rename(tmp_path / str(i), path)
     assert result.new_messages == 40 and result.as_of > as_of_ms

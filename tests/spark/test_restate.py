@@ -4,9 +4,10 @@ and either backend's `restate` leaves the table holding exactly the new rows of 
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from types import SimpleNamespace
+
+from support.helpers import moved_away
 
 from correlake.config import table_path
 from correlake.contract.schemas import GOLD, GOLD_KEYS
@@ -90,14 +91,9 @@ def test_a_merge_reads_only_the_files_that_may_hold_its_keys(spark, tmp_path):
     for rows in ([r for r in BEFORE if r[0] == "t1"], [row("t2", "k1", "e1")], [row("t1", "z9", "e9")]):
         spark.createDataFrame(rows, SCHEMA).coalesce(1).write.format("delta").mode("append").save(path)
         files.append(next(f for f in deltars.table(lake, "subscriptions").file_uris() if f not in files))
-    aside = tmp_path / "aside"
-    aside.mkdir()
-    for uri in files[1:]:
-        os.rename(uri.removeprefix("file://"), aside / os.path.basename(uri))
-    Driver(SimpleNamespace(spark=spark, lake_dir=lake)).restate("subscriptions", spark.createDataFrame(AFTER, SCHEMA),
-                                                                 TOUCHED, KEYS)
-    for uri in files[1:]:
-        os.rename(aside / os.path.basename(uri), uri.removeprefix("file://"))
+    rows = spark.createDataFrame(AFTER, SCHEMA)
+    with moved_away(files[1:], tmp_path):
+        Driver(SimpleNamespace(spark=spark, lake_dir=lake)).restate("subscriptions", rows, TOUCHED, KEYS)
     assert table(spark, lake) == set(AFTER) | {row("t1", "k9", "e9"), row("t2", "k1", "e1"), row("t1", "z9", "e9")}
 
 

@@ -1,4 +1,4 @@
-"""Shared test helpers: landing files, reading gold, combining cases by tenant."""
+"""Shared test helpers: landing files, reading gold, combining cases by tenant, data files moved away."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ import shutil
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 from correlake.config import GOLD_TABLES, TABLES, table_path
 from correlake.contract.records import parse_line
@@ -330,3 +332,17 @@ def lock_takers_that_won(lake: str, takers: int) -> list[int]:
     for thread in threads:
         thread.join()
     return winners
+
+
+@contextmanager
+def moved_away(uris: list[str], aside: Path):
+    """The local files of `uris` (a table's data files as Spark or delta-rs name them) moved
+    into the folder `aside` for the block, then back: a read of one of them fails meanwhile."""
+    paths = [unquote(urlparse(uri).path) for uri in uris]
+    for i, path in enumerate(paths):
+        os.rename(path, aside / str(i))
+    try:
+        yield
+    finally:
+        for i, path in enumerate(paths):
+            os.rename(aside / str(i), path)
