@@ -3,6 +3,7 @@ of lakes of different ages, by turns.
 
     .venv/bin/python scripts/benchmark_age.py [--part landing] [--files 100000] [--turns 3] [--out .local/bench-age]
     .venv/bin/python scripts/benchmark_age.py --part lake [--hours 100] [--records 500] [--turns 2] [--gold-deletion-vectors]
+        [--next-hour own|shared] [--lives random|ending]
 
 Not run by CI. One SparkSession, as on the kept driver.
 
@@ -85,13 +86,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("landing", "lake"), default="landing")
     parser.add_argument("--reuse", action="store_true", help="lake part: keep the lakes --out holds, built before")
-    parser.add_argument("--hourly", type=int, default=24, help="lake part: hourly runs of the maintained lake")
+    parser.add_argument("--hourly", type=int, default=24, help="lake part: hourly runs of the maintained lake (0: none)")
     parser.add_argument("--hours", type=int, default=100, help="lake part: hours of the backfilled lake")
     parser.add_argument("--records", type=int, default=500, help="lake part: messages (and events) an hour")
     parser.add_argument("--keys", type=int, default=2500, help="lake part: correlation keys over all hours")
     parser.add_argument("--next-hour", choices=("own", "shared"), default="own",
                         help="lake part: the next hour in a tenant of its own (as issue 83 measures), or on the "
                              "history's keys (its key groups replayed)")
+    parser.add_argument("--lives", choices=("random", "ending"), default="random",
+                        help="lake part: the workload's events (samples/workload.py): random kinds and times, or "
+                             "lives that end within half an hour, as an engine's instances complete")
     parser.add_argument("--gold-deletion-vectors", action="store_true",
                         help="lake part: gold's tables of each copy given deletion vectors before the hour")
     parser.add_argument("--files", type=int, default=100_000, help="ingested files of the large landing")
@@ -164,12 +168,12 @@ def lake_part(args, out: Path) -> None:
     def land(landing: Path, hour: int, seed: int, tenant_id: str | None = None) -> None:
         generate(landing, args.records, args.records, "uniform", seed=seed, files=1,
                  first_position=1 + hour * 10 ** 6, start_ms=BASE_MS + hour * HOUR_MS, key_count=args.keys,
-                 tenant_id=tenant_id)
+                 tenant_id=tenant_id, lives=args.lives)
 
     def run(landing: Path, lake: str):
         return pipeline.run(spark, str(landing), lake, max_quarantine_ratio=1.0)
 
-    cases = {"1 hour": 1, f"{args.hourly} hourly runs, maintained": args.hourly,
+    cases = {"1 hour": 1, **({f"{args.hourly} hourly runs, maintained": args.hourly} if args.hourly else {}),
              f"{args.hours} hours backfilled": args.hours}
     bases = {}
     for case, hours in cases.items():
