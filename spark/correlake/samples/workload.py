@@ -74,12 +74,7 @@ def generate(landing: Path, messages: int, events: int, skew: str, seed: int = 1
             r = rng.random()
             eik = f"e{first_position}-{i // 3}"
             if r < 0.7:
-                ev_rows.append({"position": pos, "type": SUBSCRIPTION_OPENED, "timestamp": t,
-                                "bpmn_process_id": rng.choice(["order", "billing"]), "process_instance_key": f"p{eik}",
-                                "element_instance_key": eik, "element_type": rng.choice(
-                                    [INTERMEDIATE_CATCH_EVENT, RECEIVE_TASK, BOUNDARY_EVENT]),
-                                "message_name": rng.choice(["pay", "ship", "cancel"]), "correlation_key": key,
-                                "interrupting": rng.random() < 0.8})
+                ev_rows.append(_opened(rng, pos, t, eik, key))
             elif r < 0.85:
                 ev_rows.append({"position": pos, "type": ELEMENT_LEFT, "timestamp": t, "element_instance_key": eik})
             else:
@@ -97,6 +92,16 @@ def generate(landing: Path, messages: int, events: int, skew: str, seed: int = 1
                 out.writelines(json.dumps(r) + "\n" for r in rows[f::files])
 
 
+def _opened(rng: random.Random, position: int, t: int, eik: str, key: str) -> dict:
+    """A catch subscription of element instance `eik` (of instance `p<eik>`) opened at `t` on `key`."""
+    return {"position": position, "type": SUBSCRIPTION_OPENED, "timestamp": t,
+            "bpmn_process_id": rng.choice(["order", "billing"]), "process_instance_key": f"p{eik}",
+            "element_instance_key": eik,
+            "element_type": rng.choice([INTERMEDIATE_CATCH_EVENT, RECEIVE_TASK, BOUNDARY_EVENT]),
+            "message_name": rng.choice(["pay", "ship", "cancel"]), "correlation_key": key,
+            "interrupting": rng.random() < 0.8}
+
+
 def _ending_lives(rng: random.Random, msg_rows: list[dict], events: int, skew: str, key_count: int,
                   first_position: int, start_ms: int, pos: int) -> list[dict]:
     """`events` events of lives that end (`LIFE_MS`): each element instance's subscription
@@ -106,12 +111,7 @@ def _ending_lives(rng: random.Random, msg_rows: list[dict], events: int, skew: s
     instances = max(events - len(starts), 0) // 2
     for i, key in enumerate(_keys(rng, instances, skew, key_count)):
         t, eik = start_ms + rng.randrange(HOUR_MS), f"e{first_position}-{i}"
-        rows.append({"position": pos, "type": SUBSCRIPTION_OPENED, "timestamp": t,
-                     "bpmn_process_id": rng.choice(["order", "billing"]), "process_instance_key": f"p{eik}",
-                     "element_instance_key": eik, "element_type": rng.choice(
-                         [INTERMEDIATE_CATCH_EVENT, RECEIVE_TASK, BOUNDARY_EVENT]),
-                     "message_name": rng.choice(["pay", "ship", "cancel"]), "correlation_key": key,
-                     "interrupting": rng.random() < 0.8})
+        rows.append(_opened(rng, pos, t, eik, key))
         rows.append({"position": pos + 1, "type": ELEMENT_LEFT, "timestamp": t + rng.randrange(1, LIFE_MS),
                      "element_instance_key": eik})
         pos += 2
