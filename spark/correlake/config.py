@@ -31,6 +31,7 @@ ANALYSIS_CACHE_BYTES = 256 * 2**20  # the Delta size of a lake's tables the tabl
 INTERPRETED_MAX_BYTES = 4 * 2**20
 INTERPRETED_MAX_HISTORY = 20_000
 DRIVER_ROOM_RECORDS, DRIVER_RUN_MAX_BYTES = 20_000, 8 * 2**20  # the driver backend's room; new JSON `auto` gives it
+DRIVER_HISTORY_ROOMS = 10  # the touched key groups' history the driver reads, in rooms, to find their quiet points
 RUN_PATHS = ("auto", "driver", "spark")  # CORRELAKE_RUN_PATH; `auto`: the run's size decides
 GZIP_RATIO = 10  # a gzip file's JSON, estimated from its size
 # A run whose new landing files hold at most this much JSON checks each gate beside the next
@@ -68,12 +69,11 @@ TABLES = {
     "bronze_messages": "bronze/messages",
     "bronze_workflow_events": "bronze/workflow_events", "bronze_engine_records": "bronze/engine_records",
     "quarantine": "quarantine/records",
-    "silver_messages": "silver/messages",
-    "silver_workflow_events": "silver/workflow_events",
+    "silver_messages": "silver/messages", "silver_workflow_events": "silver/workflow_events",
     "silver_deployments": "silver/deployments", "silver_engine_definitions": "silver/engine_definitions",
     "key_groups": "silver/key_groups", "silver_engine_pending": "silver/engine_pending",  # exporter records'
-    "correlations": "gold/correlations",
-    "messages": "gold/messages",
+    "quiet_points": "silver/quiet_points",  # per key, its key group's last quiet point (semantics/quiet.py)
+    "correlations": "gold/correlations", "messages": "gold/messages",
     "subscriptions": "gold/subscriptions",
     "message_started_instances": "gold/message_started_instances",
     "as_of": "gold/as_of",  # one row: the instant gold/messages' statuses are at

@@ -87,12 +87,12 @@ def test_both_restate_refresh_and_append_alike(run, spark):
     staged, scopes, root = run
     staged.store.put("touched_keys", scopes[Spark].touched_keys, checkpoint=False)
     touched = {backend: backend(staged).touched() for backend in (Driver, Spark)}
-    assert touched[Driver] == set(rows(touched[Spark].keys)) != set()
+    assert set(touched[Driver].items()) == {((t, k), since) for t, k, since in rows(touched[Spark].keys)} != set()
     assert touched[Spark].ranges == key_ranges(touched[Driver])  # found once for every table
     current = spark.read.format("delta").load(table_path(staged.lake_dir, "subscriptions"))
     rows_of = current.join(scopes[Spark].touched_keys.select(*SCOPE), SCOPE, "left_semi").limit(3).localCheckpoint()
     new_rows = rows_of.withColumn("correlation_count", rows_of["correlation_count"] + 1).localCheckpoint()
-    refreshed = {b: b(staged).refreshed(new_rows, current, touched[b]) for b in (Driver, Spark)}
+    refreshed = {b: b(staged).refreshed(new_rows, current, touched[b], "opened_at") for b in (Driver, Spark)}
     assert rows(refreshed[Driver]) == rows(refreshed[Spark])
     tables = {}
     for backend in (Driver, Spark):

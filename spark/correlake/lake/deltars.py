@@ -89,6 +89,11 @@ def rows_of_keys(table: DeltaTable | None, columns: list[str], keys: set[tuple[s
     return found.filter(pa.array([pair in keys for pair in pairs], pa.bool_())).select(columns)
 
 
+def millis(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """A timestamp column as epoch millis (int64)."""
+    return column.cast(pa.timestamp("ms", column.type.tz), safe=False).cast(pa.int64())
+
+
 def arrow_schema(struct: StructType) -> pa.Schema:
     """A table schema as Arrow (times: microseconds, UTC), as Spark writes it."""
     from pyspark.sql.pandas.types import to_arrow_schema  # no JVM: the type mapping only

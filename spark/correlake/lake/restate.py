@@ -20,6 +20,7 @@ from correlake.contract.schemas import SCOPE
 from correlake.lake import deltars
 from correlake.lake.sqlfiles import delta_table, fill
 from correlake.runtime.hints import broadcast_if_small, hint_for
+from correlake.semantics.quiet import SINCE_COLUMNS
 from correlake.text import sql_string
 
 BOUNDED_TENANTS = 100  # past this many tenants, `bounds` names their range, not each (a condition of bounded size)
@@ -27,14 +28,21 @@ BOUNDED_TENANTS = 100  # past this many tenants, `bounds` names their range, not
 _views = itertools.count()
 
 
-def changes(target: DataFrame, rows: DataFrame, touched: DataFrame, keys: list[str]) -> DataFrame:
+def changes(target: DataFrame, rows: DataFrame, touched: DataFrame, keys: list[str], since: str | None = None
+            ) -> DataFrame:
     """What makes the target's rows of the `touched` keys exactly `rows`: each row of
     `rows` that the target does not hold as it is (`_op` 'U'), and the `keys` of each
     target row of those keys that `rows` no longer has (`_op` 'D'). Rows already right
     are left out, so that a MERGE of these changes rewrites only the files that hold
-    a row that changes (Delta rewrites every file where its source matches a row)."""
-    current = (target.join(touched, SCOPE, "left_semi").select(*rows.columns)
-               .localCheckpoint())  # the target is read once
+    a row that changes (Delta rewrites every file where its source matches a row).
+    `since`: the target's time column (`quiet.SINCE_COLUMNS`) if `touched` has the keys'
+    replay points (`since`): a key's rows before its replay point are not its run's."""
+    if since is None or "since" not in touched.columns:
+        current = target.join(touched, SCOPE, "left_semi")
+    else:
+        current = target.join(touched.select(*SCOPE, F.col("since").alias("_since")), SCOPE).where(
+            F.col("_since").isNull() | (F.col(since) >= F.col("_since")))
+    current = current.select(*rows.columns).localCheckpoint()  # the target is read once
     same = functools.reduce(operator.and_, (F.col(f"s.`{c}`").eqNullSafe(F.col(f"t.`{c}`")) for c in rows.columns))
     differing = rows.alias("s").join(current.alias("t"), same, "left_anti")
     gone = current.join(broadcast_if_small(rows)(rows.select(*keys)), keys, "left_anti").select(*keys)
@@ -42,15 +50,20 @@ def changes(target: DataFrame, rows: DataFrame, touched: DataFrame, keys: list[s
             .unionByName(gone.withColumn("_op", F.lit("D")), allowMissingColumns=True))
 
 
-def changes_on_driver(lake: str, name: str, rows: pa.Table, touched: set[tuple[str, str]], keys: list[str]
-                      ) -> pa.Table:
+def changes_on_driver(lake: str, name: str, rows: pa.Table, touched: dict[tuple[str, str], int | None],
+                      keys: list[str]) -> pa.Table:
     """`changes` in this process, for the driver backend: `rows` and the `touched` (tenant_id,
     correlation_key)s in hand, the target's rows of those keys read by delta-rs (its files
-    skipped by their statistics) and compared here. A deleted row's columns other than
-    `keys` are null."""
+    skipped by their statistics; a key's rows before its replay point, the
+    value `touched` gives it, left out: `quiet.SINCE_COLUMNS`) and compared here. A deleted
+    row's columns other than `keys` are null."""
     columns = rows.column_names
     new = deltars.tuples(rows)
-    current = deltars.rows_of_keys(deltars.table(lake, name), columns, touched)
+    current = deltars.rows_of_keys(deltars.table(lake, name), columns, set(touched))
+    if current is not None and (since := SINCE_COLUMNS.get(name)) and any(s is not None for s in touched.values()):
+        at = deltars.millis(current[since]).to_pylist()
+        current = current.filter(pa.array([(s := touched[pair]) is None or t >= s for pair, t in zip(
+            deltars.tuples(current.select(SCOPE)), at, strict=True)], pa.bool_()))
     held = set() if current is None else set(deltars.tuples(current))
     at = [columns.index(k) for k in keys]
     kept = {tuple(row[i] for i in at) for row in new}

@@ -38,6 +38,7 @@ from correlake.run.store import Plan, staged_run
 from correlake.run.writes import SCHEMAS, How, Write
 from correlake.runtime.codegen import row_projections
 from correlake.runtime.threads import run_concurrently
+from correlake.semantics.quiet import SINCE_COLUMNS
 from correlake.transforms.scope import HistoryKeys
 
 
@@ -221,7 +222,8 @@ class StagedRun:
             before, after, also = write.as_of_before, self.result.as_of, None
             if write.how is How.REFRESH:  # the other keys' rows whose status crosses, in the same MERGE (one rewrite)
                 others = lake_as_of.crossed(spark.read.format("delta").load(table_path(lake, name)), before, after)
-                rows, also = backend.refreshed(rows, others, touched), lake_as_of.may_cross(before, after)
+                rows = backend.refreshed(rows, others, touched, SINCE_COLUMNS[name])
+                also = lake_as_of.may_cross(before, after)
             backend.restate(name, rows, None if name == "key_groups" else touched, list(write.keys), also)
 
     def discard(self) -> None:

@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from correlake.config import BRONZE_TABLES, ENGINE_STREAM, GOLD_TABLES, STAGE_NAMES, STREAMS
-from correlake.contract.schemas import SCOPE
+from correlake.contract.schemas import QUIET_POINT, SCOPE
 from correlake.quality import rules
 from correlake.quality.gates import GateFailed
 from correlake.run import engine_silver
@@ -85,6 +85,8 @@ def _gold(run: StagedRun) -> None:
     tables = gold.gold_tables(engine_out, run.frame("silver_messages"), run.result.as_of)
     for name in GOLD_TABLES:
         run.store.put(name, tables[name])
+    run.store.put("quiet_points", tables["quiet_points"].join(touched.select(*SCOPE, "label"), ["tenant_id", "label"])
+                  .select(*QUIET_POINT.fieldNames()))
     run.result.correlations = run.frame("correlations").count()
     _outbox(run)
     _engine_correlations(run)
@@ -105,10 +107,16 @@ def _engine_correlations(run: StagedRun) -> None:
 
 
 def _outbox(run: StagedRun) -> None:
-    """The outbox events that make the outbox agree with gold after this run."""
+    """The outbox events that make the outbox agree with gold after this run: of the touched keys'
+    correlations, the run's and gold's of messages before their key group's replay point."""
+    touched, correlations, gold = run.frame("touched_keys"), run.frame("correlations"), run.history("correlations")
+    replayed = touched.where(F.col("since").isNotNull()).select(*SCOPE, "since")
+    if gold is not None and not replayed.isEmpty():
+        correlations = correlations.unionByName(gold.join(replayed, SCOPE).where(
+            F.col("message_published_at") < F.col("since")).select(*correlations.columns))
     events, run.result.outbox_backfilled = new_events(
-        run, run.backend, run.run_id, run.result.as_of, lambda: run.as_of_before, run.frame("correlations"),
-        run.frame("touched_keys").select(*SCOPE), run.result.rebuild)
+        run, run.backend, run.run_id, run.result.as_of, lambda: run.as_of_before, correlations,
+        touched.select(*SCOPE), run.result.rebuild)
     run.result.outbox_events = run.store.put("outbox", events).count()
 
 

@@ -55,8 +55,9 @@ class TooLargeForDriver(CorrelakeError):
 @dataclass
 class Scope:
     """What the new records touch: the key group rows they add or change, the touched key
-    groups' keys (KEY_GROUPS), their distinct message records (MESSAGE_FIELDS) and their
-    routed workflow events (with `label`), and how many key groups that is."""
+    groups' keys with where each group is replayed from (TOUCHED: `replay.py`), their distinct
+    message records (MESSAGE_FIELDS) and their routed workflow events (with `label`) from
+    there, and how many key groups that is."""
     key_group_changes: DataFrame
     touched_keys: DataFrame
     message_records: DataFrame
@@ -80,10 +81,12 @@ class Backend(Protocol):
         """The engine over the touched key groups' records (`gold.run_engine`'s output)."""
 
     def touched(self):
-        """The run's touched (tenant_id, correlation_key)s, in the form `restate` and `refreshed` take."""
+        """The run's touched (tenant_id, correlation_key)s with their key groups' replay points, in
+        the form `restate` and `refreshed` take."""
 
-    def refreshed(self, rows: DataFrame, crossed: DataFrame, touched) -> DataFrame:
-        """`rows` with the `crossed` rows of keys not `touched` (a status refresh in the same MERGE)."""
+    def refreshed(self, rows: DataFrame, crossed: DataFrame, touched, since: str) -> DataFrame:
+        """`rows` with the `crossed` rows of keys not `touched`, or of touched keys before their
+        replay point by time column `since` (a status refresh in the same MERGE)."""
 
     def restate(self, name: str, rows: DataFrame, touched, keys: list[str], also: str | None = None) -> None:
         """The MERGE of `lake/restate.py` making table `name`'s rows of the `touched` keys (None:

@@ -18,9 +18,10 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from correlake.config import table_path
 from correlake.contract.ordering import may_share_a_line
-from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, OUTBOX, SCOPE
+from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, OUTBOX, SCOPE, TOUCHED
 from correlake.lake import deltars
 from correlake.lake import restate as restating
+from correlake.run.backends import replay
 from correlake.run.backends.base import DRIVER, Scope, driver_room
 from correlake.run.backends.driver_scope import plan
 from correlake.run.backends.spark import Spark
@@ -52,7 +53,7 @@ class Driver:
                        driver_room(run.plan))
         routed = StructType([*new_events.schema.fields, StructField("label", StringType())])
         return Scope(spark.createDataFrame(planned.key_group_changes, KEY_GROUPS),
-                     spark.createDataFrame(planned.scope, KEY_GROUPS),
+                     spark.createDataFrame(deltars.from_rows(TOUCHED, planned.touched), TOUCHED),
                      spark.createDataFrame(planned.message_records, new_messages.select(*MESSAGE_FIELDS).schema),
                      spark.createDataFrame(planned.routed_events, routed), planned.touched_groups)
 
@@ -62,23 +63,34 @@ class Driver:
     def run_engine(self, events: DataFrame, deployments: dict[str, list[dict]]) -> DataFrame:
         return gold.run_engine_in_driver(events, deployments)
 
-    def touched(self) -> set[tuple[str, str]]:
-        """The touched keys, fetched into this process."""
-        return set(deltars.tuples(self.run.frame("touched_keys").select(*SCOPE).toArrow()))
+    def touched(self) -> dict[tuple[str, str], int | None]:
+        """The touched keys with their replay points (epoch millis), fetched into this process."""
+        found = self.run.frame("touched_keys").select(*SCOPE, "since").toArrow()
+        return {(t, k): since for t, k, since in deltars.tuples(replay.as_millis(found))}
 
-    def refreshed(self, rows: DataFrame, crossed: DataFrame, touched: set[tuple[str, str]]) -> DataFrame:
-        """A filter on the touched keys as literals: no join to plan."""
-        listed = [F.struct(F.lit(tenant).alias(SCOPE[0]), F.lit(k).alias(SCOPE[1])) for tenant, k in sorted(touched)]
-        outside = crossed.where(~F.struct(*SCOPE).isin(*listed)) if listed else crossed
-        return rows.unionByName(outside.select(*rows.columns))
+    def refreshed(self, rows: DataFrame, crossed: DataFrame, touched: dict[tuple[str, str], int | None],
+                  since: str) -> DataFrame:
+        """A filter on the touched keys as literals (no join to plan): a touched key's rows before
+        its replay point are the other keys' too."""
+        def key(tenant: str, k: str):
+            return F.struct(F.lit(tenant).alias(SCOPE[0]), F.lit(k).alias(SCOPE[1]))
 
-    def restate(self, name: str, rows: DataFrame, touched: set[tuple[str, str]] | None, keys: list[str],
-                also: str | None = None) -> None:
+        if not touched:
+            return rows.unionByName(crossed.select(*rows.columns))
+        replayed = F.struct(*SCOPE).isin(*(key(*pair) for pair in sorted(touched)))
+        if cut := {pair: point for pair, point in touched.items() if point is not None}:
+            point = F.try_element_at(F.create_map(*(v for pair, s in sorted(cut.items()) for v in (key(*pair), F.lit(s)))),
+                                     F.struct(*SCOPE))
+            replayed &= point.isNull() | (F.col(since) >= F.timestamp_millis(point))
+        return rows.unionByName(crossed.where(~replayed).select(*rows.columns))
+
+    def restate(self, name: str, rows: DataFrame, touched: dict[tuple[str, str], int | None] | None,
+                keys: list[str], also: str | None = None) -> None:
         """The MERGE's source computed here (`lake/restate.changes_on_driver`), Spark running the MERGE alone."""
         spark, lake = self.run.spark, self.run.lake_dir
         fetched = rows.toArrow()
         if touched is None:
-            touched = set(deltars.tuples(fetched.select(SCOPE)))
+            touched = dict.fromkeys(deltars.tuples(fetched.select(SCOPE)))
         found = restating.changes_on_driver(lake, name, fetched, touched, keys)
         schema = StructType([*rows.schema.fields, StructField("_op", StringType(), False)])
         source = spark.createDataFrame(found, schema)

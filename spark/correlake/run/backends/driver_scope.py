@@ -21,10 +21,13 @@ from typing import TYPE_CHECKING, NamedTuple
 import pyarrow as pa
 from pyspark.sql import DataFrame
 
+from correlake.config import DRIVER_HISTORY_ROOMS
 from correlake.contract.enums import ELEMENT_LEFT, INSTANCE_ENDED, PROCESS_DEPLOYED, SUBSCRIPTION_OPENED
 from correlake.contract.schemas import MESSAGE_FIELDS
 from correlake.lake import deltars
+from correlake.run.backends import replay
 from correlake.run.backends.base import TooLargeForDriver
+from correlake.run.backends.replay import STORED
 from correlake.semantics.start_events import START_PREFIX, started_message_key
 from correlake.transforms.key_groups import smallest_roots
 from correlake.transforms.scope import EVENT_KEYS, MESSAGE_KEYS
@@ -63,6 +66,7 @@ class DriverScope:
     scope: list[tuple[str, str, str]]
     message_records: pa.Table
     routed_events: pa.Table  # the new and silver's events (WORKFLOW_FIELDS) that reach them, with their `label`
+    touched: list[tuple[str, str, str, int | None]]  # `scope` with each key group's replay point (`replay.py`)
 
     @property
     def touched_groups(self) -> int:
@@ -195,9 +199,10 @@ def plan(run: Run, new_messages: DataFrame, new_events: DataFrame, history: bool
          room: int | None) -> DriverScope:
     """The run's scope, planned here: TooLargeForDriver if it holds more than `room` engine
     records (its new records, its touched key groups' keys, their messages and routed
-    events; None: no bound). `new_messages`: distinct new message records; `new_events`: new
-    silver workflow events; `history`: whether silver's tables are read (not a first run,
-    not a rebuild); `redeployed`: whether there are new deployments."""
+    events from their replay points, `replay.py`; None: no bound). `new_messages`: distinct
+    new message records; `new_events`: new silver workflow events; `history`: whether silver's
+    tables are read (not a first run, not a rebuild); `redeployed`: whether there are new
+    deployments (then no key group is replayed from a quiet point)."""
     new = [_fetched(frame, room) for frame in (new_messages.select(*MESSAGE_FIELDS), new_events)]
     if room is not None and sum(rows.num_rows for rows in new) > room:
         raise TooLargeForDriver(f"more than {room} new records")
@@ -210,9 +215,18 @@ def plan(run: Run, new_messages: DataFrame, new_events: DataFrame, history: bool
         raise TooLargeForDriver(f"more than {room} touched keys")
     records = _message_records(silver, new_messages, {(t, k) for t, k, _ in scope})
     routed = _routed(silver, scope, records)
-    if room is not None and len(routed) + records.num_rows > room:
+    if room is not None and len(routed) + records.num_rows > room * DRIVER_HISTORY_ROOMS:
+        raise TooLargeForDriver(f"more than {room * DRIVER_HISTORY_ROOMS} records of history")
+    events = _routed_events(silver, routed, new_events)
+    stored = deltars.rows_of_keys(deltars.table(run.lake_dir, "quiet_points", run.plan.versions["quiet_points"])
+                                  if history and not redeployed else None, STORED, {(t, k) for t, k, _ in scope})
+    new = {("m", p) for p in new_messages["position"].to_pylist()} | {
+        ("e", p) for p in new_events["position"].to_pylist()}
+    since = replay.points(stored, scope, records, events, new)
+    records, events = replay.replayed(records, events, scope, since)
+    if room is not None and events.num_rows + records.num_rows > room:
         raise TooLargeForDriver(f"more than {room} engine records")
-    return DriverScope(changes, scope, records, _routed_events(silver, routed, new_events))
+    return DriverScope(changes, scope, records, events, replay.touched(scope, since))
 
 
 def _keys(rows: pa.Table, columns: list[str], kind: type) -> list:

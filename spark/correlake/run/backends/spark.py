@@ -17,8 +17,9 @@ from correlake.contract.schemas import SCOPE
 from correlake.lake import restate as restating
 from correlake.lake import tables
 from correlake.run.backends.base import SPARK, Scope
-from correlake.run.backends.spark_scope import recompute
+from correlake.run.backends.spark_scope import recompute, replayed
 from correlake.runtime.hints import broadcast_if_small
+from correlake.semantics.quiet import SINCE_COLUMNS
 from correlake.transforms import gold, silver
 from correlake.transforms.scope import HistoryKeys, message_records
 from correlake.transforms.sequential import sequential_pass
@@ -42,7 +43,7 @@ class Touched(NamedTuple):
     @classmethod
     def of(cls, keys: DataFrame) -> Touched:
         keys = hinted(keys)
-        return cls(keys, restating.key_ranges_of(keys))
+        return cls(keys, restating.key_ranges_of(keys.select(*SCOPE)))
 
 
 class Spark:
@@ -68,7 +69,9 @@ class Spark:
             keys = HistoryKeys.read(old_messages, old_events,
                                     None if old_key_groups is None else old_key_groups.localCheckpoint())
         work = recompute(new_messages, new_events, old_messages, old_events, keys, deployments, redeployed)
-        return Scope(work.key_group_changes, work.scope, work.message_records, work.routed,
+        stored = None if keys is None or redeployed else old("quiet_points")
+        touched, messages, routed = replayed(work, stored, new_messages, new_events)
+        return Scope(work.key_group_changes, touched, messages, routed,
                      work.scope.select("tenant_id", "label").distinct().count(), work.history_after)
 
     def accepted_messages(self, records: DataFrame) -> DataFrame:
@@ -78,18 +81,23 @@ class Spark:
         return gold.run_engine(events, deployments).localCheckpoint()  # gold's tables each read it
 
     def touched(self) -> Touched:
-        return Touched.of(self.run.frame("touched_keys").select(*SCOPE))
+        return Touched.of(self.run.frame("touched_keys").select(*SCOPE, "since"))
 
-    def refreshed(self, rows: DataFrame, crossed: DataFrame, touched: Touched) -> DataFrame:
-        outside = crossed.join(touched.keys, SCOPE, "left_anti")
+    def refreshed(self, rows: DataFrame, crossed: DataFrame, touched: Touched, since: str) -> DataFrame:
+        """`crossed`'s rows but those of the `touched` keys at or after their replay points."""
+        replayed = touched.keys.select(*SCOPE, F.col("since").alias("_since"), F.lit(True).alias("_touched"))
+        outside = crossed.join(replayed, SCOPE, "left").where(
+            F.col("_touched").isNull() | (F.col("_since").isNotNull() & (F.col(since) < F.col("_since"))))
         return rows.unionByName(outside.select(*rows.columns)).localCheckpoint()  # `changes` reads it twice
 
     def restate(self, name: str, rows: DataFrame, touched: Touched | None, keys: list[str],
                 also: str | None = None) -> None:
         """The MERGE's source joined (`lake/restate.changes`), checkpointed and counted."""
         spark, path = self.run.spark, table_path(self.run.lake_dir, name)
+        since = None if touched is None else SINCE_COLUMNS.get(name)
         touched = Touched.of(rows.select(*SCOPE)) if touched is None else touched
-        source = restating.changes(spark.read.format("delta").load(path), rows, touched.keys, keys).localCheckpoint()
+        source = restating.changes(spark.read.format("delta").load(path), rows, touched.keys, keys, since
+                                   ).localCheckpoint()
         restating.merge(spark, path, source, source.count(), restating.bounds(touched.ranges, also), rows.columns,
                         keys)
 

@@ -14,9 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
 from correlake.config import COMPONENTS_ON_DRIVER
-from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, SCOPE
+from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, SCOPE, TOUCHED
+from correlake.lake import deltars
+from correlake.run.backends import replay
 from correlake.runtime.hints import broadcast_if_small, hint_for, without_estimate
 from correlake.transforms import key_groups as groups
 from correlake.transforms.scope import (
@@ -49,14 +52,15 @@ class Recompute:
     scope: DataFrame
     message_records: DataFrame
     routed: DataFrame
-    untouched_keys: DataFrame | None  # the key columns of the messages of key groups not touched (None: none)
+    all_message_keys: DataFrame  # the key columns of every message, the history's and the new records
     event_keys: DataFrame  # the history's and the new records'
     key_groups: DataFrame  # the key group table after the changes
 
     def history_after(self, silver_messages: DataFrame) -> HistoryKeys:
-        """The key columns of silver once the run's `silver_messages` (its touched key groups')
-        replace those of the touched key groups: what the run's publish leaves (no Spark job)."""
-        return HistoryKeys(union(message_records(silver_messages).select(*MESSAGE_KEYS), self.untouched_keys),
+        """The key columns of silver once the run's `silver_messages` (its touched key groups' from
+        their replay points) replace those rows: what the run's publish leaves (no Spark job)."""
+        rows = message_records(silver_messages).select(*MESSAGE_KEYS)
+        return HistoryKeys(rows.unionByName(self.all_message_keys.join(rows.select("position"), "position", "left_anti")),
                            self.event_keys, self.key_groups)
 
 
@@ -82,7 +86,7 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
         scope = _scope(key_groups, touched)
         key_groups_hint = broadcast_if_small(key_groups)
         in_scope = lambda df: groups.with_label(df, key_groups_hint(key_groups))  # noqa: E731  (the table gives labels)
-        scoped, untouched = all_messages, None
+        scoped = all_messages
     else:
         new_hint = broadcast_if_small(new_messages, new_events)
         links = (every_link(opens, messages) if old_keys.key_groups is None
@@ -94,14 +98,13 @@ def recompute(new_messages: DataFrame, new_events: DataFrame, old_messages: Data
         in_scope = lambda df: df.join(scope_hint(scope), SCOPE)  # noqa: E731  (adds label)
         touched_keys = scope_hint(scope.select(*SCOPE))
         scoped = all_messages.join(touched_keys, SCOPE, "left_semi")
-        untouched = messages.join(touched_keys, SCOPE, "left_anti").select(*MESSAGE_KEYS)
     # Routing through the touched key groups' opens and messages only gives exactly their events.
     routed = (groups.route_workflow_events(events.where(~deployed()), in_scope(opens), in_scope(message_keys(messages)))
               .select("position", "label").localCheckpoint())
     routed_count = routed.count()
     return Recompute(key_group_changes=changes, scope=scope, message_records=scoped,
                      routed=all_events.join(hint_for(routed_count)(routed), "position"),
-                     untouched_keys=untouched, event_keys=events, key_groups=key_groups)
+                     all_message_keys=messages, event_keys=events, key_groups=key_groups)
 
 
 def _scope(key_groups: DataFrame, touched: DataFrame) -> DataFrame:
@@ -148,3 +151,30 @@ def components(edges: DataFrame, on_driver_max: int = COMPONENTS_ON_DRIVER) -> D
         if unchanged:
             return parent.withColumnRenamed("parent", "root")
     raise RuntimeError("key groups did not converge")
+
+
+def replayed(work: Recompute, stored: DataFrame | None, new_messages: DataFrame, new_events: DataFrame
+             ) -> tuple[DataFrame, DataFrame, DataFrame]:
+    """(the touched keys with their key groups' replay points (TOUCHED: `run/backends/replay.py`,
+    from the `stored` silver/quiet_points; None: none), the message records and routed events
+    from there). The key columns `replay.points` reads are fetched."""
+    if stored is None:
+        return work.scope.withColumn("since", F.lit(None).cast("timestamp")), work.message_records, work.routed
+    messages, routed = work.message_records.localCheckpoint(), work.routed.localCheckpoint()
+    scope = deltars.tuples(work.scope.select(*KEY_GROUPS.names).toArrow())
+    new = {(stream, p) for stream, frame in (("m", new_messages), ("e", new_events))
+           for p in frame.select("position").toArrow()["position"].to_pylist()}
+    since = replay.points(stored.join(work.scope.select(*SCOPE), SCOPE, "left_semi").select(*replay.STORED).toArrow(),
+                          scope, messages.select(*replay.MESSAGE_COLUMNS).toArrow(),
+                          routed.select(*replay.EVENT_COLUMNS).toArrow(), new)
+    touched = work.scope.sparkSession.createDataFrame(deltars.from_rows(TOUCHED, replay.touched(scope, since)),
+                                                      TOUCHED)
+    points = broadcast_if_small(touched)(touched)
+    if not since:
+        return touched, messages, routed
+
+    def kept(rows: DataFrame, on: list[str], column: str) -> DataFrame:
+        return (rows.join(points.select(*on, "since").distinct(), on, "left")
+                .where(F.col("since").isNull() | (F.col(column) >= F.col("since"))).drop("since"))
+
+    return touched, kept(messages, SCOPE, "published_at"), kept(routed, ["tenant_id", "label"], "timestamp")
