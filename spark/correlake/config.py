@@ -72,7 +72,6 @@ TABLES = {
     "silver_messages": "silver/messages", "silver_workflow_events": "silver/workflow_events",
     "silver_deployments": "silver/deployments", "silver_engine_definitions": "silver/engine_definitions",
     "key_groups": "silver/key_groups", "silver_engine_pending": "silver/engine_pending",  # exporter records'
-    "quiet_points": "silver/quiet_points",  # per key, its key group's last quiet point (semantics/quiet.py)
     "correlations": "gold/correlations", "messages": "gold/messages",
     "subscriptions": "gold/subscriptions",
     "message_started_instances": "gold/message_started_instances",

@@ -29,10 +29,9 @@ def test_an_increment_merges_first_then_appends():
         Write("message_started_instances", How.MERGE, plan.writes[2].keys),
         Write("messages", How.MERGE, plan.writes[3].keys),
         Write("silver_messages", How.MERGE, ("message_key",)),
-        Write("quiet_points", How.MERGE, ("tenant_id", "correlation_key")),
         Write("ingested_files", How.RECORD),
         *APPENDS)
-    assert all(w.keys for w in plan.writes[:6])
+    assert all(w.keys for w in plan.writes[:5])
 
 
 def test_a_moved_as_of_refreshes_statuses_and_new_groups_and_deployments_are_written():
@@ -47,7 +46,7 @@ def test_a_first_run_creates_every_table_it_restates():
     plan = plan_writes({name: -1 for name in TABLES}, key_groups_changed=False, as_of_moved=True)
     created = [w.table for w in plan.writes if w.how is How.CREATE]
     assert created == [*(t for t in GOLD_TABLES if t != "messages"), "messages", "silver_messages",
-                       "quiet_points", "key_groups", "outbox"]
+                       "key_groups", "outbox"]
     assert Write("as_of", How.RECORD) in plan.writes  # its row, the table created with it
     assert Write("silver_deployments", How.OVERWRITE) in plan.writes
     assert plan.writes[-len(APPENDS) - 1:-1] == tuple(APPENDS)
@@ -64,7 +63,7 @@ def test_a_rebuild_replaces_silver_and_gold_and_appends_nothing():
     plan = plan_writes(EVERY, rebuild=True)
     assert {w.how for w in plan.writes if w.table != "as_of"} == {How.OVERWRITE}
     assert set(plan.tables) == {"silver_messages", "silver_workflow_events", "silver_deployments", "key_groups",
-                                "quiet_points", *GOLD_TABLES, "as_of"}
+                                *GOLD_TABLES, "as_of"}
     assert Write("as_of", How.RECORD) in plan.writes
 
 

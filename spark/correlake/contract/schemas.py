@@ -130,14 +130,8 @@ def as_timestamps(df, schema: StructType):
                        for f in schema.fields])
 
 
-# silver/quiet_points: per key, its key group's last cluster of live spans (`semantics/quiet.py`): its
-# last quiet point `since` and the cluster's end `until` (null: something of it still lives); the engine
-# gives it per key group (`label`)
-QUIET_POINT = struct(("tenant_id", S), ("correlation_key", S), ("since", T), ("until", T))
-GROUP_QUIET_POINT = struct(("tenant_id", S), ("label", S), ("since", T), ("until", T))
 ENGINE_OUT = StructType([
     StructField("correlation", with_millis(CORRELATION), True),
     StructField("subscription", with_millis(SUBSCRIPTION), True),
     StructField("instance", with_millis(STARTED_INSTANCE), True),
-    StructField("quiet", with_millis(GROUP_QUIET_POINT), True),
 ])

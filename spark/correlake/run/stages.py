@@ -11,7 +11,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from correlake.config import BRONZE_TABLES, ENGINE_STREAM, GOLD_TABLES, STAGE_NAMES, STREAMS
-from correlake.contract.schemas import QUIET_POINT, SCOPE
+from correlake.contract.schemas import SCOPE
 from correlake.quality import rules
 from correlake.quality.gates import GateFailed
 from correlake.run import engine_silver
@@ -85,8 +85,6 @@ def _gold(run: StagedRun) -> None:
     tables = gold.gold_tables(engine_out, run.frame("silver_messages"), run.result.as_of)
     for name in GOLD_TABLES:
         run.store.put(name, tables[name])
-    run.store.put("quiet_points", tables["quiet_points"].join(touched.select(*SCOPE, "label"), ["tenant_id", "label"])
-                  .select(*QUIET_POINT.fieldNames()))
     run.result.correlations = run.frame("correlations").count()
     _outbox(run)
     _engine_correlations(run)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from correlake.config import BRONZE_TABLES, ENGINE_STREAM, GOLD_TABLES
-from correlake.contract.schemas import ENGINE_CORRELATION, GOLD, GOLD_KEYS, KEY_GROUPS, OUTBOX, QUIET_POINT, SCOPE
+from correlake.contract.schemas import ENGINE_CORRELATION, GOLD, GOLD_KEYS, KEY_GROUPS, OUTBOX, SCOPE
 from correlake.transforms.silver import SILVER_MESSAGE
 
 
@@ -39,9 +39,8 @@ class WritePlan:
 
 
 # What a rebuild replaces: every silver and gold table (gold/as_of: its row recorded).
-REBUILT = ("silver_messages", "silver_workflow_events", "silver_deployments", "key_groups", "quiet_points",
-           *GOLD_TABLES)
-MERGE_KEYS = {**GOLD_KEYS, "silver_messages": ["message_key"], "key_groups": SCOPE, "quiet_points": SCOPE}
+REBUILT = ("silver_messages", "silver_workflow_events", "silver_deployments", "key_groups", *GOLD_TABLES)
+MERGE_KEYS = {**GOLD_KEYS, "silver_messages": ["message_key"], "key_groups": SCOPE}
 APPENDED = ("quarantine", "silver_workflow_events", *BRONZE_TABLES.values())
 # a lake of exporter records' (run/engine_silver.py): its definitions and pending records, replaced by each run
 ENGINE_SILVER = ("silver_engine_definitions", "silver_engine_pending")
@@ -75,7 +74,7 @@ def plan_writes(versions: dict[str, int], rebuild: bool = False, deployments: in
                   else restated("messages"))
     if versions["as_of"] < 0 or as_of_moved:
         writes.append(Write("as_of", How.RECORD))
-    writes += [restated("silver_messages"), restated("quiet_points")]
+    writes.append(restated("silver_messages"))
     if versions["key_groups"] < 0 or key_groups_changed:
         writes.append(restated("key_groups"))
     if deployments or versions["silver_deployments"] < 0:  # a lake has every table
@@ -113,5 +112,5 @@ def _outbox(versions: dict[str, int], events: int) -> tuple[Write, ...]:
 
 
 # of the tables a run restates or creates
-SCHEMAS = {**GOLD, "silver_messages": SILVER_MESSAGE, "key_groups": KEY_GROUPS, "quiet_points": QUIET_POINT,
-           "outbox": OUTBOX, "engine_correlations": ENGINE_CORRELATION}
+SCHEMAS = {**GOLD, "silver_messages": SILVER_MESSAGE, "key_groups": KEY_GROUPS, "outbox": OUTBOX,
+           "engine_correlations": ENGINE_CORRELATION}

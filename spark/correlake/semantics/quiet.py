@@ -11,10 +11,11 @@ deployments, given whole): the rows that derive from those records (`SINCE_COLUM
 those of a replay of them alone, and the rows before `t_q` stay as they are.
 
 The spans of one key group merge into clusters (spans that touch merge too); the start of
-the last one, `since`, is its last quiet point, kept with the end of that cluster, `until`.
-A run may then replay the key group from `since` (`replay_from`) when its new records are
-at or after it and no entity has records on both sides (from the first new record if all
-are after `until`).
+the last one, `since`, is its last quiet point, found with the end of that cluster, `until`,
+from the group's records before a run and gold's rows of them (`last_cluster`). A run may
+then replay the key group from `since` (`replay_from`) when its new records are at or after
+it and no entity has records on both sides (from the first new record if all are after
+`until`).
 """
 
 from __future__ import annotations
@@ -99,18 +100,18 @@ def last_cluster(records: Iterable[dict], subscriptions: Iterable[dict] = (),
     return last[0], None if last[1] == float("inf") else int(last[1])
 
 
-def replay_from(stored: tuple[int, int | None] | None, records: Iterable[dict]) -> int | None:
-    """Where a run replays a key group from: None, from its first record, unless the group has a
-    `stored` last cluster (since, until) and every one of the run's new records (`new` true) is
+def replay_from(before: tuple[int, int | None] | None, records: Iterable[dict]) -> int | None:
+    """Where a run replays a key group from: None, from its first record, unless the group had a
+    last cluster (since, until) `before` the run and every one of the run's new records (`new` true) is
     at or after `since` (else a late record, rule 4); then from the first new record if all are
     after `until` (a cluster of their own), else from `since`: the first of those points that no
     entity has records on both sides of (an earlier record now routed to the group, or naming
     what a new one names: an element left, an instance ended, an end held before its start).
     `records`: the group's engine records, history's and new, with `new`."""
-    if stored is None:
+    if before is None:
         return None
     records = list(records)
-    since, until = stored
+    since, until = before
     first = min((r["t"] for r in records if r["new"]), default=since)
     if first < since:
         return None
@@ -123,24 +124,3 @@ def replay_from(stored: tuple[int, int | None] | None, records: Iterable[dict]) 
         if not any(lo < point <= hi for lo, hi in lives.values()):
             return point
     return None
-
-
-def stored_clusters(scope: Iterable[tuple[str, str, str]], rows: dict[tuple[str, str], tuple]
-                    ) -> dict[tuple[str, str], tuple[int, int | None] | None]:
-    """Each key group's stored last cluster, by (tenant_id, label), from the `scope`'s keys
-    (tenant_id, correlation_key, label) and the (since, until) `rows` stored by key: the one all
-    its keys hold, else None (a key with none, or key groups merged by the run)."""
-    held: dict[tuple[str, str], set] = {}
-    for tenant, key, label in scope:
-        held.setdefault((tenant, label), set()).add(rows.get((tenant, key)))
-    return {group: None if len(found) != 1 else next(iter(found)) for group, found in held.items()}
-
-
-def replay_points(records: Iterable[dict], stored: dict[tuple[str, str], tuple | None]
-                  ) -> dict[tuple[str, str], int | None]:
-    """`replay_from` of each key group (tenant_id, label) of `records` (each with its `label`
-    and `new`), given the `stored` clusters (`stored_clusters`)."""
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for r in records:
-        groups.setdefault((r["tenant_id"], r["label"]), []).append(r)
-    return {group: replay_from(stored.get(group), found) for group, found in groups.items()}

@@ -5,17 +5,16 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from correlake.contract.schemas import ENGINE_OUT, GOLD, GROUP_QUIET_POINT, as_timestamps
+from correlake.contract.schemas import ENGINE_OUT, GOLD, as_timestamps
 from correlake.lake.sqlfiles import message_status
 from correlake.semantics import order
 from correlake.semantics.engine import correlate_partition
-from correlake.semantics.quiet import last_cluster
 from correlake.transforms.sequential import sequential_pass, sequential_pass_on_driver
 from correlake.transforms.silver import millis, pair_key
 
-ENGINE_COLUMNS = ["_part", "label", "kind", *order.SORT_COLUMNS, "tenant_id", "name", "correlation_key", "ttl_ms",
-                  "accepted", "variables", "bpmn_process_id", "process_version", "process_instance_key",
-                  "element_instance_key", "element_id", "element_type", "message_name", "interrupting"]
+ENGINE_COLUMNS = ["_part", "kind", *order.SORT_COLUMNS, "tenant_id", "name", "correlation_key", "ttl_ms", "accepted",
+                  "variables", "bpmn_process_id", "process_version", "process_instance_key", "element_instance_key",
+                  "element_id", "element_type", "message_name", "interrupting"]
 
 
 def _part():
@@ -26,7 +25,7 @@ def engine_input(messages: DataFrame, routed_events: DataFrame, ends_last: bool 
     """One frame of engine records (`semantics/order.py`): labelled silver messages + routed
     workflow events, whose kind is their type; `ends_last`: a lake of exporter records' ranks."""
     m = (messages.withColumn("_part", _part())
-         .select("_part", "label", F.lit(order.MESSAGE_PUBLISHED).alias("kind"), millis("published_at").alias(order.TIME),
+         .select("_part", F.lit(order.MESSAGE_PUBLISHED).alias("kind"), millis("published_at").alias(order.TIME),
                  F.lit(order.MESSAGE_RANK).alias(order.RANK), F.col("message_key").alias(order.GROUP_POSITION),
                  F.col("message_key").alias(order.POSITION), "tenant_id", "name", "correlation_key", "ttl_ms",
                  F.col("duplicate_of").isNull().alias("accepted"), "variables"))
@@ -55,8 +54,7 @@ def deployments_by_tenant(deployments: DataFrame) -> dict[str, list[dict]]:
 
 
 def _per_partition(deployments: dict[str, list[dict]]):
-    """The engine over one partition's sorted rows, as ENGINE_OUT rows (one struct set per row), and
-    the partition's last cluster (`semantics/quiet.py`)."""
+    """The engine over one partition's sorted rows, as ENGINE_OUT rows (one struct set per row)."""
 
     def correlate(_, rows):
         tenant = rows[0]["tenant_id"]
@@ -67,8 +65,6 @@ def _per_partition(deployments: dict[str, list[dict]]):
             yield {"subscription": row}
         for row in out["message_started_instances"]:
             yield {"instance": row}
-        since, until = last_cluster(rows, out["subscriptions"], out["message_started_instances"])
-        yield {"quiet": {"tenant_id": tenant, "label": rows[0]["label"], "since": since, "until": until}}
 
     return correlate
 
@@ -84,11 +80,9 @@ def run_engine_in_driver(events: DataFrame, deployments: dict[str, list[dict]]) 
 
 
 def gold_tables(engine_out: DataFrame, silver_messages: DataFrame, as_of_millis: int) -> dict[str, DataFrame]:
-    """The four gold tables' rows for the partitions that were run, and each one's last cluster
-    (`quiet_points`, by label)."""
+    """The four gold tables' rows for the partitions that were run."""
     def table(field: str, name: str) -> DataFrame:
-        return as_timestamps(engine_out.where(F.col(field).isNotNull()).select(f"{field}.*"),
-                             GOLD.get(name, GROUP_QUIET_POINT))
+        return as_timestamps(engine_out.where(F.col(field).isNotNull()).select(f"{field}.*"), GOLD[name])
 
     correlations = table("correlation", "correlations")
     counts = correlations.groupBy("message_key").agg(F.count("*").cast("int").alias("correlation_count"))
@@ -101,6 +95,5 @@ def gold_tables(engine_out: DataFrame, silver_messages: DataFrame, as_of_millis:
         "messages": messages,
         "subscriptions": table("subscription", "subscriptions"),
         "message_started_instances": table("instance", "message_started_instances"),
-        "quiet_points": table("quiet", "quiet_points"),
     }
 

@@ -27,7 +27,7 @@ from correlake.contract.schemas import MESSAGE_FIELDS
 from correlake.lake import deltars
 from correlake.run.backends import replay
 from correlake.run.backends.base import TooLargeForDriver
-from correlake.run.backends.replay import STORED
+from correlake.run.backends.replay import GOLD_COLUMNS
 from correlake.semantics.start_events import START_PREFIX, started_message_key
 from correlake.transforms.key_groups import smallest_roots
 from correlake.transforms.scope import EVENT_KEYS, MESSAGE_KEYS
@@ -218,11 +218,12 @@ def plan(run: Run, new_messages: DataFrame, new_events: DataFrame, history: bool
     if room is not None and len(routed) + records.num_rows > room * DRIVER_HISTORY_ROOMS:
         raise TooLargeForDriver(f"more than {room * DRIVER_HISTORY_ROOMS} records of history")
     events = _routed_events(silver, routed, new_events)
-    stored = deltars.rows_of_keys(deltars.table(run.lake_dir, "quiet_points", run.plan.versions["quiet_points"])
-                                  if history and not redeployed else None, STORED, {(t, k) for t, k, _ in scope})
+    keys = {(t, k) for t, k, _ in scope}
+    gold = None if not history or redeployed else {name: deltars.rows_of_keys(
+        deltars.table(run.lake_dir, name, run.plan.versions[name]), columns, keys) for name, columns in GOLD_COLUMNS.items()}
     new = {("m", p) for p in new_messages["position"].to_pylist()} | {
         ("e", p) for p in new_events["position"].to_pylist()}
-    since = replay.points(stored, scope, records, events, new)
+    since = replay.points(gold, scope, records, events, new)
     records, events = replay.replayed(records, events, scope, since)
     if room is not None and events.num_rows + records.num_rows > room:
         raise TooLargeForDriver(f"more than {room} engine records")

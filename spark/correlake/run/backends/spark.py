@@ -17,6 +17,7 @@ from correlake.contract.schemas import SCOPE
 from correlake.lake import restate as restating
 from correlake.lake import tables
 from correlake.run.backends.base import SPARK, Scope
+from correlake.run.backends.replay import GOLD_COLUMNS
 from correlake.run.backends.spark_scope import recompute, replayed
 from correlake.runtime.hints import broadcast_if_small
 from correlake.semantics.quiet import SINCE_COLUMNS
@@ -69,8 +70,8 @@ class Spark:
             keys = HistoryKeys.read(old_messages, old_events,
                                     None if old_key_groups is None else old_key_groups.localCheckpoint())
         work = recompute(new_messages, new_events, old_messages, old_events, keys, deployments, redeployed)
-        stored = None if keys is None or redeployed else old("quiet_points")
-        touched, messages, routed = replayed(work, stored, new_messages, new_events)
+        gold = None if keys is None or redeployed else {name: old(name) for name in GOLD_COLUMNS}
+        touched, messages, routed = replayed(work, gold, new_messages, new_events)
         return Scope(work.key_group_changes, touched, messages, routed,
                      work.scope.select("tenant_id", "label").distinct().count(), work.history_after)
 

@@ -153,19 +153,21 @@ def components(edges: DataFrame, on_driver_max: int = COMPONENTS_ON_DRIVER) -> D
     raise RuntimeError("key groups did not converge")
 
 
-def replayed(work: Recompute, stored: DataFrame | None, new_messages: DataFrame, new_events: DataFrame
-             ) -> tuple[DataFrame, DataFrame, DataFrame]:
+def replayed(work: Recompute, gold: dict[str, DataFrame | None] | None, new_messages: DataFrame,
+             new_events: DataFrame) -> tuple[DataFrame, DataFrame, DataFrame]:
     """(the touched keys with their key groups' replay points (TOUCHED: `run/backends/replay.py`,
-    from the `stored` silver/quiet_points; None: none), the message records and routed events
-    from there). The key columns `replay.points` reads are fetched."""
-    if stored is None:
+    from `gold`'s tables before the run; None: none), the message records and routed events
+    from there). What `replay.points` reads is fetched."""
+    if gold is None:
         return work.scope.withColumn("since", F.lit(None).cast("timestamp")), work.message_records, work.routed
     messages, routed = work.message_records.localCheckpoint(), work.routed.localCheckpoint()
     scope = deltars.tuples(work.scope.select(*KEY_GROUPS.names).toArrow())
     new = {(stream, p) for stream, frame in (("m", new_messages), ("e", new_events))
            for p in frame.select("position").toArrow()["position"].to_pylist()}
-    since = replay.points(stored.join(work.scope.select(*SCOPE), SCOPE, "left_semi").select(*replay.STORED).toArrow(),
-                          scope, messages.select(*replay.MESSAGE_COLUMNS).toArrow(),
+    keys = broadcast_if_small(work.scope)(work.scope.select(*SCOPE))
+    rows = {name: None if frame is None else frame.join(keys, SCOPE, "left_semi").select(*replay.GOLD_COLUMNS[name])
+            .toArrow() for name, frame in gold.items()}
+    since = replay.points(rows, scope, messages.select(*replay.MESSAGE_COLUMNS).toArrow(),
                           routed.select(*replay.EVENT_COLUMNS).toArrow(), new)
     touched = work.scope.sparkSession.createDataFrame(deltars.from_rows(TOUCHED, replay.touched(scope, since)),
                                                       TOUCHED)
