@@ -69,10 +69,12 @@ TABLES = {
     "bronze_messages": "bronze/messages",
     "bronze_workflow_events": "bronze/workflow_events", "bronze_engine_records": "bronze/engine_records",
     "quarantine": "quarantine/records",
-    "silver_messages": "silver/messages", "silver_workflow_events": "silver/workflow_events",
+    "silver_messages": "silver/messages",
+    "silver_workflow_events": "silver/workflow_events",
     "silver_deployments": "silver/deployments", "silver_engine_definitions": "silver/engine_definitions",
     "key_groups": "silver/key_groups", "silver_engine_pending": "silver/engine_pending",  # exporter records'
-    "correlations": "gold/correlations", "messages": "gold/messages",
+    "correlations": "gold/correlations",
+    "messages": "gold/messages",
     "subscriptions": "gold/subscriptions",
     "message_started_instances": "gold/message_started_instances",
     "as_of": "gold/as_of",  # one row: the instant gold/messages' statuses are at
