@@ -28,8 +28,7 @@ ANALYSIS_CACHE_BYTES = 256 * 2**20  # the Delta size of a lake's tables the tabl
 # A run whose new landing files hold at most this much JSON (some 20k records), on a lake
 # of at most this many records (its MERGEs rewrite files of the history), has Spark
 # evaluate its row projections rather than generate code for them (session.row_projections)
-INTERPRETED_MAX_BYTES = 4 * 2**20
-INTERPRETED_MAX_HISTORY = 20_000
+INTERPRETED_MAX_BYTES, INTERPRETED_MAX_HISTORY = 4 * 2**20, 20_000
 DRIVER_ROOM_RECORDS, DRIVER_RUN_MAX_BYTES = 20_000, 8 * 2**20  # the driver backend's room; new JSON `auto` gives it
 DRIVER_HISTORY_ROOMS = 10  # the touched key groups' history the driver reads, in rooms, to find their quiet points
 RUN_PATHS = ("auto", "driver", "spark")  # CORRELAKE_RUN_PATH; `auto`: the run's size decides
