@@ -21,7 +21,7 @@ GOLD_COLUMNS = {"subscriptions": ["tenant_id", "correlation_key", "element_insta
 
 
 def points(gold: dict[str, pa.Table | None] | None, scope: list[tuple[str, str, str]], messages: pa.Table,
-           events: pa.Table, new: set[tuple[str, int]]) -> dict[tuple[str, str], int | None]:
+           events: pa.Table, new: set[tuple[str, int]]) -> dict[tuple[str, str], int]:
     """Each touched key group's replay point by (tenant_id, label) (`quiet.replay_from`; no
     entry: from its first record). `gold`: gold's rows (GOLD_COLUMNS) of the `scope`'s keys (tenant_id,
     correlation_key, label) before the run (None: no group replays from a quiet point);
@@ -43,10 +43,10 @@ def points(gold: dict[str, pa.Table | None] | None, scope: list[tuple[str, str, 
     for r in records:
         groups.setdefault((r["tenant_id"], r["label"]), []).append(r)
     rows = {name: _by_group(gold.get(name), label) for name in GOLD_COLUMNS}
-    points = {group: replay_from(last_cluster([r for r in found if not r["new"]], rows["subscriptions"].get(group, ()),
-                                              rows["message_started_instances"].get(group, ())), found)
-              for group, found in groups.items()}
-    return {group: point for group, point in points.items() if point is not None}
+    cut = {group: replay_from(last_cluster([r for r in found if not r["new"]], rows["subscriptions"].get(group, ()),
+                                           rows["message_started_instances"].get(group, ())), found)
+           for group, found in groups.items()}
+    return {group: point for group, point in cut.items() if point is not None}
 
 
 def _by_group(rows: pa.Table | None, label: dict[tuple[str, str], str]) -> dict[tuple[str, str], list[dict]]:
@@ -57,7 +57,7 @@ def _by_group(rows: pa.Table | None, label: dict[tuple[str, str], str]) -> dict[
     return found
 
 
-def touched(scope: list[tuple[str, str, str]], since: dict[tuple[str, str], int | None]
+def touched(scope: list[tuple[str, str, str]], since: dict[tuple[str, str], int]
             ) -> list[tuple[str, str, str, int | None]]:
     """The rows (TOUCHED) of the `scope`'s keys (tenant_id, correlation_key, label) with their
     key group's replay point."""
@@ -65,7 +65,7 @@ def touched(scope: list[tuple[str, str, str]], since: dict[tuple[str, str], int 
 
 
 def replayed(messages: pa.Table, events: pa.Table, scope: list[tuple[str, str, str]],
-             since: dict[tuple[str, str], int | None]) -> tuple[pa.Table, pa.Table]:
+             since: dict[tuple[str, str], int]) -> tuple[pa.Table, pa.Table]:
     """The `messages` and `events` (with `label`) at or after their key group's replay point."""
     def kept(rows: pa.Table, labels: list[str], column: str) -> pa.Table:
         at = deltars.millis(rows[column]).to_pylist()
