@@ -94,6 +94,12 @@ def millis(column: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
     return column.cast(pa.timestamp("ms", column.type.tz), safe=False).cast(pa.int64())
 
 
+def as_millis(rows: pa.Table) -> pa.Table:
+    """`rows` with their times as epoch millis."""
+    return pa.table([millis(c) if pa.types.is_timestamp(c.type) else c for c in rows.columns],
+                    names=rows.column_names)
+
+
 def arrow_schema(struct: StructType) -> pa.Schema:
     """A table schema as Arrow (times: microseconds, UTC), as Spark writes it."""
     from pyspark.sql.pandas.types import to_arrow_schema  # no JVM: the type mapping only

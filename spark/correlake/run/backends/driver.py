@@ -21,7 +21,6 @@ from correlake.contract.ordering import may_share_a_line
 from correlake.contract.schemas import KEY_GROUPS, MESSAGE_FIELDS, OUTBOX, SCOPE, TOUCHED
 from correlake.lake import deltars
 from correlake.lake import restate as restating
-from correlake.run.backends import replay
 from correlake.run.backends.base import DRIVER, Scope, driver_room
 from correlake.run.backends.driver_scope import plan
 from correlake.run.backends.spark import Spark
@@ -66,7 +65,7 @@ class Driver:
     def touched(self) -> dict[tuple[str, str], int | None]:
         """The touched keys with their replay points (epoch millis), fetched into this process."""
         found = self.run.frame("touched_keys").select(*SCOPE, "since").toArrow()
-        return {(t, k): since for t, k, since in deltars.tuples(replay.as_millis(found))}
+        return {(t, k): since for t, k, since in deltars.tuples(deltars.as_millis(found))}
 
     def refreshed(self, rows: DataFrame, crossed: DataFrame, touched: dict[tuple[str, str], int | None],
                   since: str) -> DataFrame:

@@ -31,13 +31,13 @@ def points(gold: dict[str, pa.Table | None] | None, scope: list[tuple[str, str, 
     clusters, and a quiet point of joined clusters is one of the exact ones."""
     if gold is None:
         return {}
-    label = {(t, k): lb for t, k, lb in scope}
+    label = _label_of(scope)
     records = [{"kind": MESSAGE_PUBLISHED, "t": t, "position": p, "tenant_id": tenant, "label": label[(tenant, key)],
                 "accepted": True, "ttl_ms": ttl, "new": ("m", p) in new}
-               for p, tenant, key, t, ttl in deltars.tuples(as_millis(messages.select(MESSAGE_COLUMNS)))]
+               for p, tenant, key, t, ttl in deltars.tuples(deltars.as_millis(messages.select(MESSAGE_COLUMNS)))]
     records += [{"kind": kind, "t": t, "position": p, "tenant_id": tenant, "label": lb,
                  "element_instance_key": element, "process_instance_key": instance, "new": ("e", p) in new}
-                for p, tenant, kind, t, element, instance, lb in deltars.tuples(as_millis(
+                for p, tenant, kind, t, element, instance, lb in deltars.tuples(deltars.as_millis(
                     events.select(EVENT_COLUMNS)))]
     groups: dict[tuple[str, str], list[dict]] = {}
     for r in records:
@@ -52,7 +52,7 @@ def points(gold: dict[str, pa.Table | None] | None, scope: list[tuple[str, str, 
 def _by_group(rows: pa.Table | None, label: dict[tuple[str, str], str]) -> dict[tuple[str, str], list[dict]]:
     """Gold's `rows` (times in millis) by key group (tenant_id, label)."""
     found: dict[tuple[str, str], list[dict]] = {}
-    for row in [] if rows is None else as_millis(rows).to_pylist():
+    for row in [] if rows is None else deltars.as_millis(rows).to_pylist():
         found.setdefault((row["tenant_id"], label[(row["tenant_id"], row["correlation_key"])]), []).append(row)
     return found
 
@@ -78,12 +78,11 @@ def replayed(messages: pa.Table, events: pa.Table, scope: list[tuple[str, str, s
                                                                           "timestamp")
 
 
+def _label_of(scope: list[tuple[str, str, str]]) -> dict[tuple[str, str], str]:
+    """Each (tenant_id, correlation_key) of the `scope` with its key group's label."""
+    return {(t, k): lb for t, k, lb in scope}
+
+
 def _labels(messages: pa.Table, scope: list[tuple[str, str, str]]) -> list[str]:
-    label = {(t, k): lb for t, k, lb in scope}
+    label = _label_of(scope)
     return [label[key] for key in deltars.tuples(messages.select(["tenant_id", "correlation_key"]))]
-
-
-def as_millis(rows: pa.Table) -> pa.Table:
-    """`rows` with their times as epoch millis."""
-    return pa.table([deltars.millis(c) if pa.types.is_timestamp(c.type) else c for c in rows.columns],
-                    names=rows.column_names)
