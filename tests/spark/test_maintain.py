@@ -145,6 +145,18 @@ def test_explicit_zero_retention_vacuums_and_rolls_back_first(spark, lake_dir, c
             table_path(lake_dir, "bronze_messages")).collect()
 
 
+def test_a_first_run_and_a_rebuild_write_gold_live_rows_apart(spark, tmp_path):
+    """A table's first version, and a rebuild's, hold gold's live rows in files apart, as
+    maintenance keeps them: the next hour's MERGEs rewrite no file of the history's settled rows."""
+    landing, lake_dir = tmp_path / "landing", str(tmp_path / "lake")
+    generate(landing, 80, 80, "uniform", seed=4, files=1)
+    for rebuild in (False, True):
+        pipeline.run(spark, None if rebuild else str(landing), lake_dir, max_quarantine_ratio=1.0, rebuild=rebuild)
+        kinds = {name: list(kinds_by_file(spark, lake_dir, name).values()) for name in LIVE}
+        assert all(len(k) == 1 for name in LIVE for k in kinds[name]), rebuild
+        assert [set().union(*kinds[name]) for name in ("messages", "subscriptions")] == [{True, False}] * 2
+
+
 def test_usage_errors(tmp_path, capsys):
     assert cli.main(["maintain", "--lake", str(tmp_path / "missing")]) == 2
     for bad in ("-1", "inf", "soon"):

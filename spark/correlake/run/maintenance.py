@@ -5,7 +5,7 @@ The contract's tables of lakes written before 2026-11-25 lose their deletion-vec
 feature (`DROP FEATURE`), so that readers without it can read them (see DELETION_VECTOR_TABLES).
 
 Maintenance rewrites files, never rows: every table reads the same before and after. Gold's
-tables whose rows a later run can change (LIVE_ROWS) are rewritten so that each file holds
+tables whose rows a later run can change (`lake/live.py`) are rewritten so that each file holds
 only such rows or only rows no run changes without late input: an hour's MERGEs then rewrite
 the few live files, not the history's.
 It holds the lake's run lock (never beside a run) and first rolls back an unfinished
@@ -40,7 +40,8 @@ from correlake.config import (
 from correlake.delivery import retention
 from correlake.lake import as_of, deltars, files, journal, lock
 from correlake.lake import tables as lake
-from correlake.lake.sqlfiles import buffered, delta_table, instant
+from correlake.lake.live import LIVE_ROWS, is_live
+from correlake.lake.sqlfiles import delta_table
 from correlake.quality.gx import old_validations, remove_validations
 from correlake.runtime.threads import run_concurrently
 
@@ -52,11 +53,6 @@ LOG_RETENTION = ("delta.logRetentionDuration", f"interval {LOG_RETAIN_HOURS:g} h
 OPERATIONS = frozenset({"OPTIMIZE", "REORG", "VACUUM START", "VACUUM END", "SET TBLPROPERTIES",
                         "UNSET TBLPROPERTIES", "Deletion Vector Tombstones", "Empty Commit", "DROP FEATURE"})
 SPLIT = "correlake maintain: live rows apart, no row changed"  # the userMetadata of `_split`'s commits
-# The rows of gold a later run can change without late input, as SQL on the table (`{as_of}`: the
-# lake's as_of): a message still buffered (semantics rule 23: its status crosses, it may correlate
-# again), a subscription still open, an instance started by a message still running.
-LIVE_ROWS = {"messages": buffered("{as_of}"), "subscriptions": "closed_at IS NULL",
-             "message_started_instances": "ended_at IS NULL"}
 
 
 @dataclass
@@ -156,7 +152,7 @@ def _table(spark: SparkSession, lake_dir: str, name: str, retain_hours: float | 
         if has_dvs:  # what OPTIMIZE left: single files with few deletes
             _rewrite(spark, f"REORG TABLE {delta_table(path)} APPLY (PURGE)", report)
         if name in LIVE_ROWS and detail.files:
-            _split(spark, lake_dir, name, LIVE_ROWS[name].format(as_of=instant(as_of.current(lake_dir) or 0)), report)
+            _split(spark, lake_dir, name, as_of.current(lake_dir), report)
         if report.dropped_feature:  # reader version 1 again (Delta keeps a checkpoint for older versions)
             spark.sql(f"ALTER TABLE {delta_table(path)} DROP FEATURE deletionVectors")
         if _vacuum_due(path, detail, retain_hours):
@@ -198,11 +194,11 @@ def _rewrite(spark: SparkSession, statement: str, report: TableReport) -> None:
         report.purged_dvs += metrics["deletionVectorStats"]["numDeletionVectorsRemoved"]
 
 
-def _split(spark: SparkSession, lake_dir: str, name: str, live: str, report: TableReport) -> None:
-    """Compact the table into files that each hold only `live` rows or only the others (of
+def _split(spark: SparkSession, lake_dir: str, name: str, at: int | None, report: TableReport) -> None:
+    """Compact the table into files that each hold only its live rows at `at` or only the others (of
     at most MAINTAINED_FILE_ROWS rows), unless it is so already: no file holds both, and
     neither kind is in more than one file that has room."""
-    flag, path = F.coalesce(F.expr(live), F.lit(False)), table_path(lake_dir, name)
+    flag, path = is_live(name, at), table_path(lake_dir, name)
     table = spark.read.format("delta").load(path)
     held = table.groupBy(F.input_file_name()).agg(F.min(flag).alias("first"), F.max(flag).alias("last"),
                                                   F.count("*").alias("rows")).collect()

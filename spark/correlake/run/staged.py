@@ -22,7 +22,7 @@ from correlake.caches import history_keys
 from correlake.config import TABLES, default_max_quarantine_ratio, run_path, table_path
 from correlake.errors import CorrelakeError
 from correlake.lake import as_of as lake_as_of
-from correlake.lake import discovery, journal, meta, tables
+from correlake.lake import discovery, journal, live, meta, tables
 from correlake.lake.discovery import Found, find
 from correlake.lake.journal import journalled, rollback
 from correlake.lake.preflight import require_one_kind
@@ -211,13 +211,13 @@ class StagedRun:
                     else meta.record_ingested(lake, self.ingested_files(), run_id))
         if write.how is How.APPEND:
             return backend.append(self.frame(name), name)
-        if write.how is How.OVERWRITE:
-            return tables.overwrite(self.frame(name), lake, name, run_id)
+        if write.how is How.OVERWRITE:  # a gold table's live rows in files apart (lake/live.py), as in CREATE
+            return tables.overwrite(live.apart(self.frame(name), name, self.result.as_of), lake, name, run_id)
         rows = self.frame(name).select(*SCHEMAS[name].fieldNames())  # the table's columns
         if write.how is How.EARLIEST:
             return merge_earliest(spark, lake, name, rows)
         if write.how is How.CREATE:
-            tables.create(rows, lake, name, run_id)
+            tables.create(live.apart(rows, name, self.result.as_of), lake, name, run_id)
         else:  # key groups: the groups that changed; the other tables: the keys the run touched
             before, after, also = write.as_of_before, self.result.as_of, None
             if write.how is How.REFRESH:  # the other keys' rows whose status crosses, in the same MERGE (one rewrite)

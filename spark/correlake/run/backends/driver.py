@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
 from correlake.config import table_path
@@ -23,7 +22,7 @@ from correlake.lake import deltars
 from correlake.lake import restate as restating
 from correlake.run.backends.base import DRIVER, Scope, driver_room
 from correlake.run.backends.driver_scope import plan
-from correlake.run.backends.spark import Spark
+from correlake.run.backends.spark import Spark, not_replayed
 from correlake.transforms import gold, silver
 from correlake.transforms.sequential import sequential_pass_on_driver
 
@@ -69,19 +68,9 @@ class Driver:
 
     def refreshed(self, rows: DataFrame, crossed: DataFrame, touched: dict[tuple[str, str], int | None],
                   since: str) -> DataFrame:
-        """A filter on the touched keys as literals (no join to plan): a touched key's rows before
-        its replay point are the other keys' too."""
-        def key(tenant: str, k: str):
-            return F.struct(F.lit(tenant).alias(SCOPE[0]), F.lit(k).alias(SCOPE[1]))
-
-        if not touched:
-            return rows.unionByName(crossed.select(*rows.columns))
-        replayed = F.struct(*SCOPE).isin(*(key(*pair) for pair in sorted(touched)))
-        if cut := {pair: point for pair, point in touched.items() if point is not None}:
-            point = F.try_element_at(F.create_map(*(v for pair, s in sorted(cut.items()) for v in (key(*pair), F.lit(s)))),
-                                     F.struct(*SCOPE))
-            replayed &= point.isNull() | (F.col(since) >= F.timestamp_millis(point))
-        return rows.unionByName(crossed.where(~replayed).select(*rows.columns))
+        """Joined with the run's touched keys (a local frame): a filter of them in literals
+        cost a call to the JVM for each key (seconds for a thousand keys)."""
+        return rows.unionByName(not_replayed(crossed, self.run.frame("touched_keys"), since).select(*rows.columns))
 
     def restate(self, name: str, rows: DataFrame, touched: dict[tuple[str, str], int | None] | None,
                 keys: list[str], also: str | None = None) -> None:

@@ -86,10 +86,8 @@ class Spark:
 
     def refreshed(self, rows: DataFrame, crossed: DataFrame, touched: Touched, since: str) -> DataFrame:
         """`crossed`'s rows but those of the `touched` keys at or after their replay points."""
-        replayed = touched.keys.select(*SCOPE, F.col("since").alias("_since"), F.lit(True).alias("_touched"))
-        outside = crossed.join(replayed, SCOPE, "left").where(
-            F.col("_touched").isNull() | (F.col("_since").isNotNull() & (F.col(since) < F.col("_since"))))
-        return rows.unionByName(outside.select(*rows.columns)).localCheckpoint()  # `changes` reads it twice
+        return rows.unionByName(not_replayed(crossed, touched.keys, since).select(*rows.columns)
+                                ).localCheckpoint()  # `changes` reads it twice
 
     def restate(self, name: str, rows: DataFrame, touched: Touched | None, keys: list[str],
                 also: str | None = None) -> None:
@@ -110,6 +108,14 @@ class Spark:
 
     def append(self, df: DataFrame, name: str) -> None:
         tables.append(df, self.run.lake_dir, name, self.run.run_id)
+
+
+def not_replayed(rows: DataFrame, touched: DataFrame, since: str) -> DataFrame:
+    """`rows` (with SCOPE and time column `since`) but those of the `touched` keys (SCOPE,
+    `since`: their replay points) at or after their replay points: a join, whatever the keys' number."""
+    replayed = touched.select(*SCOPE, F.col("since").alias("_since"), F.lit(True).alias("_touched"))
+    return rows.join(replayed, SCOPE, "left").where(
+        F.col("_touched").isNull() | (F.col("_since").isNotNull() & (F.col(since) < F.col("_since"))))
 
 
 def _shared_lines(new: DataFrame, past: DataFrame, gold: DataFrame, outbox: DataFrame,
