@@ -3,14 +3,16 @@ of lakes of different ages, by turns.
 
     .venv/bin/python scripts/benchmark_age.py [--part landing] [--files 100000] [--turns 3] [--out .local/bench-age]
     .venv/bin/python scripts/benchmark_age.py --part lake [--hours 100] [--records 500] [--turns 2] [--gold-deletion-vectors]
-        [--next-hour own|shared] [--lives random|ending]
+        [--next-hour own|shared] [--lives random|ending] [--trimmed-log]
 
 Not run by CI. One SparkSession, as on the kept driver.
 
 **The lake part**: three lakes of the same hourly workload (`samples/workload.generate`,
 --records messages and as many workflow events an hour over --keys keys): one of 1 hour,
 one of --hourly (24) hourly runs and a `correlake maintain`, one of --hours hours backfilled in one
-run. Each then gets the same next hour (the same records, an hour after its last): by
+run; with --trimmed-log also a copy of the maintained one whose tables' logs hold nothing
+before their last checkpoints (`trim_log`: what the log's cleanup would leave were its
+retention shorter than a day). Each then gets the same next hour (the same records, an hour after its last): by
 default in a tenant of its own (`--next-hour own`, as issue 83 measured it: what the history
 costs an hour that touches none of its keys), or on the history's keys (`--next-hour
 shared`: the hour's key groups are replayed with all they hold). Beside
@@ -82,6 +84,24 @@ def backfill(landing: Path, lake: str, files: int) -> None:
     meta.record_ingested(lake, rows, "backfill")
 
 
+def trim_log(lake: Path) -> int:
+    """Each table's `_delta_log` files of versions before its last checkpoint removed (their
+    Hadoop checksum files too): what Delta's log cleanup leaves of commits older than the
+    log's retention (LOG_RETAIN_HOURS, a week). Returns how many were removed."""
+    removed = 0
+    for log in lake.rglob("_delta_log"):
+        last = log / "_last_checkpoint"
+        if not last.exists():
+            continue
+        checkpoint = json.loads(last.read_text())["version"]
+        for path in log.iterdir():
+            version = path.name.lstrip(".").split(".")[0]
+            if version.isdigit() and int(version) < checkpoint:
+                path.unlink()
+                removed += 1
+    return removed
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("landing", "lake"), default="landing")
@@ -96,6 +116,9 @@ def main() -> None:
     parser.add_argument("--lives", choices=("random", "ending"), default="random",
                         help="lake part: the workload's events (samples/workload.py): random kinds and times, or "
                              "lives that end within half an hour, as an engine's instances complete")
+    parser.add_argument("--trimmed-log", action="store_true",
+                        help="lake part: also the maintained lake with its log before its checkpoints removed (what "
+                             "a log retention under a day would leave)")
     parser.add_argument("--gold-deletion-vectors", action="store_true",
                         help="lake part: gold's tables of each copy given deletion vectors before the hour")
     parser.add_argument("--files", type=int, default=100_000, help="ingested files of the large landing")
@@ -191,9 +214,15 @@ def lake_part(args, out: Path) -> None:
             else:
                 run(landing, lake)
             print(f"{case}: built in {time.perf_counter() - started:.1f} s", flush=True)
+        if args.trimmed_log and case.startswith(f"{args.hourly} hourly"):
+            trimmed = out / f"lake-{hours}-trimmed-log"
+            if not (args.reuse and trimmed.is_dir()):
+                shutil.rmtree(trimmed, ignore_errors=True)
+                print(f"{case}: {trim_log(Path(shutil.copytree(lake, trimmed)))} log files removed", flush=True)
+            bases[f"{case}, its log trimmed"] = (landing, str(trimmed))
         # the next hour: the same records for every lake, in a tenant of their own or on the history's keys
         land(landing, hours, 10 ** 6, NEXT_HOUR_TENANT if args.next_hour == "own" else None)
-    seconds, measures = {case: [] for case in cases}, {}
+    seconds, measures = {case: [] for case in bases}, {}
     for turn in range(args.turns + 1):  # turn 0 warms up: its time is not counted
         for case, (landing, lake) in bases.items():
             copy = str(shutil.copytree(lake, out / "turn-lake"))
