@@ -88,12 +88,11 @@ def trim_log(lake: Path) -> int:
     """Each table's `_delta_log` files of versions before its last checkpoint removed (their
     Hadoop checksum files too): what Delta's log cleanup leaves of commits older than the
     log's retention (LOG_RETAIN_HOURS, a week). Returns how many were removed."""
+    from run_metrics import last_checkpoint
+
     removed = 0
     for log in lake.rglob("_delta_log"):
-        last = log / "_last_checkpoint"
-        if not last.exists():
-            continue
-        checkpoint = json.loads(last.read_text())["version"]
+        checkpoint = last_checkpoint(log)
         for path in log.iterdir():
             version = path.name.lstrip(".").split(".")[0]
             if version.isdigit() and int(version) < checkpoint:
@@ -202,9 +201,9 @@ def lake_part(args, out: Path) -> None:
     for case, hours in cases.items():
         landing, lake = out / f"landing-{hours}", str(out / f"lake-{hours}")
         bases[case] = (landing, lake)
+        hourly = case.startswith(f"{args.hourly} hourly")
         if not (args.reuse and os.path.isdir(lake)):
             started = time.perf_counter()
-            hourly = case.startswith(f"{args.hourly} hourly")
             for hour in range(hours):
                 land(landing, hour, hour + 1)
                 if hourly:
@@ -214,7 +213,7 @@ def lake_part(args, out: Path) -> None:
             else:
                 run(landing, lake)
             print(f"{case}: built in {time.perf_counter() - started:.1f} s", flush=True)
-        if args.trimmed_log and case.startswith(f"{args.hourly} hourly"):
+        if args.trimmed_log and hourly:
             trimmed = out / f"lake-{hours}-trimmed-log"
             if not (args.reuse and trimmed.is_dir()):
                 shutil.rmtree(trimmed, ignore_errors=True)

@@ -82,6 +82,12 @@ def _number(value) -> int:
         return 0
 
 
+def last_checkpoint(log: Path) -> int:
+    """The version of the last checkpoint in the `_delta_log` folder `log`; -1 if none."""
+    last = log / "_last_checkpoint"
+    return json.loads(last.read_text())["version"] if last.exists() else -1
+
+
 def log_state(lake: str) -> dict:
     """Over the lake's tables: commits past each one's last checkpoint (what a reader
     replays after it) and `_delta_log` files (what a reader lists)."""
@@ -94,9 +100,7 @@ def log_state(lake: str) -> dict:
         if not tables.is_table(path):
             continue
         log = Path(path) / "_delta_log"
-        last = log / "_last_checkpoint"
-        checkpoint = json.loads(last.read_text())["version"] if last.exists() else -1
-        replay += tables.version(path) - checkpoint
+        replay += tables.version(path) - last_checkpoint(log)
         files += sum(1 for n in os.listdir(log) if not n.startswith("."))
     return {"commits past checkpoints": replay, "log files": files}
 
